@@ -1,0 +1,63 @@
+// Command api serves the data-import HTTP interface.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gridshift/dataimport/pkg/app"
+	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/logging"
+)
+
+func main() {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := logging.New(os.Stdout, cfg.LogLevel).With("process", "api")
+	slog.SetDefault(log)
+	if err := run(cfg, log); err != nil {
+		log.Error("api stopped", "err", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(cfg config.Config, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	api, err := app.NewAPI(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+
+	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: api.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("api listening", "addr", cfg.HTTPAddr)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	case <-ctx.Done():
+	}
+	// SIGTERM: stop accepting, let in-flight requests finish.
+	log.Info("api draining")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("api stopped cleanly")
+	return nil
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Makes sure a Postgres and a Redis answer, for `make run` and `make test`.
+#
+#   deploy/local/services.sh up     -> prints `export DATABASE_URL=… REDIS_URL=…` lines
+#   deploy/local/services.sh down   -> stops the private instances this script started
+#
+# It uses DATABASE_URL / REDIS_URL when they answer. Otherwise it starts
+# private instances under $DATA_DIR (default .data/ in the repo) on their own
+# ports, installing Debian's packages first when the binaries are missing.
+# Diagnostics go to stderr so that stdout can be eval'ed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DATA_DIR=${DATA_DIR:-$ROOT/.data}
+PG_PORT=${PRIVATE_PG_PORT:-55432}
+REDIS_PORT=${PRIVATE_REDIS_PORT:-56379}
+DEFAULT_DB_URL="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+DEFAULT_REDIS_URL="redis://127.0.0.1:6379/0"
+
+log() { echo "services: $*" >&2; }
+
+apt_install() {
+  log "installing Debian packages: $*"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >&2
+}
+
+pg_bin() {
+  # Debian keeps the server binaries off PATH.
+  local name=$1 dir
+  if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return; fi
+  for dir in /usr/lib/postgresql/*/bin; do
+    [ -x "$dir/$name" ] && { echo "$dir/$name"; return; }
+  done
+  return 1
+}
+
+pg_answers() { command -v psql >/dev/null 2>&1 && psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+redis_answers() { command -v redis-cli >/dev/null 2>&1 && [ "$(redis-cli -u "$1" ping 2>/dev/null)" = "PONG" ]; }
+
+# as_pg runs a Postgres server binary; the server refuses to run as root.
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+ensure_postgres() {
+  local url=${DATABASE_URL:-$DEFAULT_DB_URL}
+  command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+  if pg_answers "$url"; then echo "$url"; return; fi
+  local private="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+  if pg_answers "$private"; then echo "$private"; return; fi
+  pg_bin initdb >/dev/null || apt_install postgresql
+  local initdb pgctl
+  initdb=$(pg_bin initdb); pgctl=$(pg_bin pg_ctl)
+  mkdir -p "$DATA_DIR"
+  if [ "$(id -u)" -eq 0 ]; then chown postgres "$DATA_DIR"; chmod 755 "$DATA_DIR"; fi
+  if [ ! -f "$DATA_DIR/pg/PG_VERSION" ]; then
+    log "initialising private Postgres in $DATA_DIR/pg"
+    as_pg "$initdb" -D "$DATA_DIR/pg" -U postgres --auth=trust -E UTF8 >/dev/null
+  fi
+  log "starting private Postgres on 127.0.0.1:$PG_PORT"
+  as_pg "$pgctl" -D "$DATA_DIR/pg" -l "$DATA_DIR/pg.log" -w -t 60 \
+    -o "-p $PG_PORT -k $DATA_DIR/pg -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=${PG_FSYNC:-on}" start >&2
+  pg_answers "$private" || { log "private Postgres did not come up; see $DATA_DIR/pg.log"; exit 1; }
+  echo "$private"
+}
+
+ensure_redis() {
+  local url=${REDIS_URL:-$DEFAULT_REDIS_URL}
+  command -v redis-server >/dev/null 2>&1 || apt_install redis-server redis-tools
+  if redis_answers "$url"; then echo "$url"; return; fi
+  local private="redis://127.0.0.1:$REDIS_PORT/0"
+  if redis_answers "$private"; then echo "$private"; return; fi
+  mkdir -p "$DATA_DIR/redis"
+  log "starting private Redis on 127.0.0.1:$REDIS_PORT"
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$DATA_DIR/redis" \
+    --appendonly yes --pidfile "$DATA_DIR/redis.pid" --logfile "$DATA_DIR/redis.log" >&2
+  for _ in $(seq 50); do redis_answers "$private" && break; sleep 0.1; done
+  redis_answers "$private" || { log "private Redis did not come up; see $DATA_DIR/redis.log"; exit 1; }
+  echo "$private"
+}
+
+case "${1:-up}" in
+  up)
+    db=$(ensure_postgres)
+    rd=$(ensure_redis)
+    echo "export DATABASE_URL='$db'"
+    echo "export REDIS_URL='$rd'"
+    ;;
+  down)
+    if [ -f "$DATA_DIR/pg/postmaster.pid" ]; then as_pg "$(pg_bin pg_ctl)" -D "$DATA_DIR/pg" -m fast stop >&2 || true; fi
+    if [ -f "$DATA_DIR/redis.pid" ]; then kill "$(cat "$DATA_DIR/redis.pid")" 2>/dev/null || true; fi
+    ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac

@@ -1,0 +1,31 @@
+package dataimport
+
+import "time"
+
+// ImportStatus is what the status endpoint reports (interface 3.1).
+type ImportStatus string
+
+const (
+	StatusUnknown    ImportStatus = "UNKNOWN"     // staged, never processed, or the last attempt failed
+	StatusInProgress ImportStatus = "IN_PROGRESS" // a job is queued or running
+	StatusCompleted  ImportStatus = "COMPLETED"   // a platform account exists
+)
+
+// ImportProcess is the partner-visible record of one account's migration.
+type ImportProcess struct {
+	ID                    int64
+	SupplierID            int64
+	ExternalAccountNumber string
+	Status                ImportStatus
+	Skipped               bool
+	StagedVersion         int
+	Attempt               int
+	LatestError           *Error
+	PlatformAccountNumber string // "" until created
+	AccountCreatedAt      *time.Time
+	CreatedAt             time.Time
+	ModifiedAt            time.Time
+}
+
+// Imported reports whether a platform account exists for the process.
+func (p *ImportProcess) Imported() bool { return p.PlatformAccountNumber != "" }

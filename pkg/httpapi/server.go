@@ -1,0 +1,113 @@
+// Package httpapi is the gin HTTP layer: routing, middleware, the error
+// envelope and the handlers of the data-import interface.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	graphql "github.com/graph-gophers/graphql-go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gridshift/dataimport/pkg/auth"
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+// Store is what the handlers need from the database.
+type Store interface {
+	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
+	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
+}
+
+// Throttle slows down repeated failed logins per client.
+type Throttle interface {
+	Blocked(ctx context.Context, key string) (bool, time.Duration, error)
+	Failed(ctx context.Context, key string) error
+}
+
+// Pinger is a dependency /readyz checks.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config holds the HTTP-level settings.
+type Config struct {
+	MaxBodyBytes   int64
+	TrustedProxies []string
+}
+
+// Deps are the collaborators of the API.
+type Deps struct {
+	Store    Store
+	Auth     *auth.Service
+	Schema   *graphql.Schema
+	Throttle Throttle
+	Ready    map[string]Pinger // name → dependency, for /readyz
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // nil: a private one
+}
+
+// Server is the API's HTTP handler.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	engine  *gin.Engine
+	metrics *httpMetrics
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New builds the router.
+func New(cfg Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s := &Server{cfg: cfg, deps: deps, metrics: newHTTPMetrics(deps.Registry)}
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	_ = e.SetTrustedProxies(cfg.TrustedProxies)
+	e.Use(requestID(), accessLog(deps.Logger), recoverPanics(deps.Logger), s.metrics.middleware())
+	e.NoRoute(func(c *gin.Context) {
+		renderError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		renderError(c, dataimport.Errorf(dataimport.CodeMethodNotAllowed, "Method %q not allowed.", c.Request.Method))
+	})
+
+	e.GET("/healthz", healthz)
+	e.GET("/readyz", readyz(deps.Ready))
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})))
+
+	body := bodyRules(cfg.MaxBodyBytes)
+	e.POST("/v1/graphql/", body, s.graphql)
+
+	v1 := e.Group("/v1/data-import", body, s.authenticate())
+	s.routes(v1)
+	s.engine = e
+	return s
+}
+
+// ServeHTTP adds the trailing slash partners often forget before routing,
+// rather than redirecting a POST.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasSuffix(r.URL.Path, "/") {
+		r.URL.Path += "/"
+		if r.URL.RawPath != "" {
+			r.URL.RawPath += "/"
+		}
+	}
+	s.engine.ServeHTTP(w, r)
+}

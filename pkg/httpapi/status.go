@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+// statusBody is the status endpoint's answer (interface 4.3); fields beyond
+// status and platform_account_number are additions the versioning rules allow.
+type statusBody struct {
+	Status                dataimport.ImportStatus `json:"status"`
+	PlatformAccountNumber string                  `json:"platform_account_number"`
+	ExternalAccountNumber string                  `json:"external_account_number"`
+	AccountCreatedAt      *time.Time              `json:"account_created_at"`
+	LatestError           *dataimport.Error       `json:"latest_error,omitempty"`
+	CreatedAt             time.Time               `json:"created_at"`
+	ModifiedAt            time.Time               `json:"modified_at"`
+}
+
+// accountStatus serves GET /account-transfer-status/<supplier>/<external>/.
+// An unknown supplier, one the caller may not act for and an unknown account
+// all answer the same 404.
+func (s *Server) accountStatus(c *gin.Context) {
+	ctx := c.Request.Context()
+	sup, err := s.deps.Store.SupplierForOrganisation(ctx, principal(c).OrganisationID, c.Param("supplier"))
+	if err != nil {
+		abortWithError(c, asNotFound(err))
+		return
+	}
+	p, err := s.deps.Store.Process(ctx, sup.ID, c.Param("external"))
+	if err != nil {
+		abortWithError(c, asNotFound(err))
+		return
+	}
+	c.JSON(http.StatusOK, statusBody{
+		Status: p.Status, PlatformAccountNumber: p.PlatformAccountNumber, ExternalAccountNumber: p.ExternalAccountNumber,
+		AccountCreatedAt: utcPtr(p.AccountCreatedAt), LatestError: p.LatestError,
+		CreatedAt: p.CreatedAt.UTC(), ModifiedAt: p.ModifiedAt.UTC(),
+	})
+}
+
+// asNotFound maps "no such supplier" to the 404 of GET endpoints, whose path
+// names the supplier.
+func asNotFound(err error) error {
+	if dataimport.ErrorCode(err) == dataimport.CodeSupplierNotFound {
+		return dataimport.Errorf(dataimport.CodeNotFound, "No account import process found for this import_supplier and external_account_number.")
+	}
+	return err
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,62 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+// Row types mirror the tables in migrations/. They stay private: the rest of
+// the service sees domain types only.
+
+type organisationRow struct {
+	ID        int64 `gorm:"primaryKey"`
+	Name      string
+	CreatedAt time.Time
+}
+
+func (organisationRow) TableName() string { return "organisations" }
+
+func (r organisationRow) domain() dataimport.Organisation {
+	return dataimport.Organisation{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
+}
+
+type supplierRow struct {
+	ID           int64 `gorm:"primaryKey"`
+	Code         string
+	Status       string
+	DocumentRoot string
+	WelcomeEmail bool
+	PhoneRegion  string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func (supplierRow) TableName() string { return "import_suppliers" }
+
+func (r supplierRow) domain() dataimport.Supplier {
+	return dataimport.Supplier{
+		ID: r.ID, Code: r.Code, Status: dataimport.SupplierStatus(r.Status),
+		DocumentRoot: r.DocumentRoot, WelcomeEmail: r.WelcomeEmail, PhoneRegion: r.PhoneRegion,
+		CreatedAt: r.CreatedAt,
+	}
+}
+
+type apiKeyRow struct {
+	ID             int64 `gorm:"primaryKey"`
+	OrganisationID int64
+	Prefix         string
+	KeyHash        []byte
+	CreatedAt      time.Time
+	RevokedAt      *time.Time
+}
+
+func (apiKeyRow) TableName() string { return "api_keys" }
+
+type teamRow struct {
+	ID        int64 `gorm:"primaryKey"`
+	Name      string
+	CreatedAt time.Time
+}
+
+func (teamRow) TableName() string { return "operations_teams" }

@@ -1,0 +1,65 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+type processRow struct {
+	ID                    int64 `gorm:"primaryKey"`
+	SupplierID            int64
+	ExternalAccountNumber string
+	Status                string
+	Skipped               bool
+	StagedVersion         int
+	Attempt               int
+	LatestError           []byte
+	PlatformAccountNumber *string
+	AccountCreatedAt      *time.Time
+	CreatedAt             time.Time
+	ModifiedAt            time.Time
+}
+
+func (processRow) TableName() string { return "import_processes" }
+
+func (r processRow) domain() dataimport.ImportProcess {
+	p := dataimport.ImportProcess{
+		ID: r.ID, SupplierID: r.SupplierID, ExternalAccountNumber: r.ExternalAccountNumber,
+		Status: dataimport.ImportStatus(r.Status), Skipped: r.Skipped, StagedVersion: r.StagedVersion,
+		Attempt: r.Attempt, AccountCreatedAt: r.AccountCreatedAt, CreatedAt: r.CreatedAt, ModifiedAt: r.ModifiedAt,
+	}
+	if r.PlatformAccountNumber != nil {
+		p.PlatformAccountNumber = *r.PlatformAccountNumber
+	}
+	if len(r.LatestError) > 0 {
+		var e dataimport.Error
+		if json.Unmarshal(r.LatestError, &e) == nil {
+			p.LatestError = &e
+		}
+	}
+	return p
+}
+
+// ErrProcessNotFound means no import process exists for the pair.
+var ErrProcessNotFound = dataimport.Errorf(dataimport.CodeNotFound, "No account import process found for this import_supplier and external_account_number.")
+
+// Process loads the import process of (supplier, external number).
+func (db *DB) Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error) {
+	var row processRow
+	err := db.gorm.WithContext(ctx).
+		Where("supplier_id = ? AND external_account_number = ?", supplierID, external).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return dataimport.ImportProcess{}, ErrProcessNotFound
+	}
+	if err != nil {
+		return dataimport.ImportProcess{}, fmt.Errorf("load import process: %w", err)
+	}
+	return row.domain(), nil
+}

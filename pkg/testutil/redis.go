@@ -1,0 +1,93 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Redis is a private redis-server for one test package: its own port and
+// directory, so tests can flush, stop and restart it without touching any
+// Redis they did not start.
+type Redis struct {
+	Addr string
+	URL  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// NewRedis starts a private redis-server and stops it when tb ends.
+func NewRedis(tb testing.TB) *Redis {
+	tb.Helper()
+	r, err := StartRedis(tb.TempDir())
+	if err != nil {
+		tb.Fatalf("private redis: %v", err)
+	}
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// StartRedis starts redis-server with its files under dir.
+func StartRedis(dir string) (*Redis, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r := &Redis{dir: dir, port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	r.URL = "redis://" + r.Addr + "/0"
+	return r, r.Start()
+}
+
+// Start (re)starts the server on the same port.
+func (r *Redis) Start() error {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("redis-server not found (`make test` installs it): %w", err)
+	}
+	r.cmd = exec.Command(bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
+	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr
+	if err := r.cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err = c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server on %s did not answer: %w", r.Addr, err)
+}
+
+// Stop kills the server (its data is gone: it keeps nothing on disk).
+func (r *Redis) Stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
