@@ -29,3 +29,13 @@ type ImportProcess struct {
 
 // Imported reports whether a platform account exists for the process.
 func (p *ImportProcess) Imported() bool { return p.PlatformAccountNumber != "" }
+
+// AlreadyImported is the 400 for an account that has a platform account; the
+// body carries both numbers so partners can reconcile.
+func AlreadyImported(external, platform string) *Error {
+	return &Error{
+		Code:   CodeAccountAlreadyImported,
+		Detail: "Account has already been imported.",
+		Extra:  map[string]any{"external_account_number": external, "platform_account_number": platform},
+	}
+}

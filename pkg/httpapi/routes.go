@@ -1,8 +1,17 @@
 package httpapi
 
-import "github.com/gin-gonic/gin"
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/postgres"
+)
 
 // routes lists every data-import endpoint; each handler's file is named after it.
 func (s *Server) routes(g *gin.RouterGroup) {
+	g.POST("/validate-account/", s.validateAccount)
+	g.POST("/account-import-process/create-or-update/", s.stageAccount)
 	g.GET("/account-transfer-status/:supplier/:external/", s.accountStatus)
+	g.GET("/all-account-import-processes/:supplier/", s.listProcesses(postgres.ListAll))
+	g.GET("/pending-account-import-processes/:supplier/", s.listProcesses(postgres.ListPending))
+	g.GET("/imported-account-import-processes/:supplier/", s.listProcesses(postgres.ListImported))
 }

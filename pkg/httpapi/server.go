@@ -17,12 +17,15 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
 // Store is what the handlers need from the database.
 type Store interface {
 	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
+	Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (postgres.StageResult, error)
+	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error
 }
 
 // Throttle slows down repeated failed logins per client.

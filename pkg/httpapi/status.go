@@ -36,6 +36,11 @@ func (s *Server) accountStatus(c *gin.Context) {
 		abortWithError(c, asNotFound(err))
 		return
 	}
+	if p.StagedVersion == 0 && !p.Imported() {
+		// Only marked skipped by an operator: nothing a partner staged.
+		abortWithError(c, asNotFound(dataimport.ErrSupplierNotFound("")))
+		return
+	}
 	c.JSON(http.StatusOK, statusBody{
 		Status: p.Status, PlatformAccountNumber: p.PlatformAccountNumber, ExternalAccountNumber: p.ExternalAccountNumber,
 		AccountCreatedAt: utcPtr(p.AccountCreatedAt), LatestError: p.LatestError,

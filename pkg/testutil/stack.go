@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -209,3 +212,9 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
+// ReadRepoFile reads a file by its path from the repository root, so tests in
+// any package can share fixtures.
+func ReadRepoFile(rel string) ([]byte, error) {
+	_, here, _, _ := runtime.Caller(0)
+	return os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", rel))
+}

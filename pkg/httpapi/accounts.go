@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+// decodeAccount turns the body into a validated, normalised account of a
+// supplier the caller may act for. The supplier comes first because its
+// phone region decides which numbers are valid.
+func (s *Server) decodeAccount(c *gin.Context) (*dataimport.Account, dataimport.Supplier, bool) {
+	body := requestBody(c)
+	var head struct {
+		ImportSupplier any `json:"import_supplier"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		// Not JSON (or not an object): DecodeAccount words the error.
+		_, derr := dataimport.DecodeAccount(body, dataimport.AccountRules{})
+		abortWithError(c, derr)
+		return nil, dataimport.Supplier{}, false
+	}
+	var sup dataimport.Supplier
+	rules := dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC())}
+	if code, ok := head.ImportSupplier.(string); ok && code != "" {
+		var err error
+		sup, err = s.deps.Store.SupplierForOrganisation(c.Request.Context(), principal(c).OrganisationID, code)
+		if err != nil {
+			abortWithError(c, err)
+			return nil, sup, false
+		}
+		rules.PhoneRegion = sup.PhoneRegion
+	}
+	acc, err := dataimport.DecodeAccount(body, rules)
+	if err != nil {
+		abortWithError(c, err)
+		return nil, sup, false
+	}
+	return acc, sup, true
+}
+
+// validateAccount serves POST /validate-account/: 200 with the normalised
+// account (defaults filled, phones in E.164), or every error at once.
+func (s *Server) validateAccount(c *gin.Context) {
+	acc, _, ok := s.decodeAccount(c)
+	if !ok {
+		return
+	}
+	c.JSON(http.StatusOK, acc)
+}
+
+type stageBody struct {
+	ImportSupplier        string `json:"import_supplier"`
+	ExternalAccountNumber string `json:"external_account_number"`
+}
+
+// stageAccount serves POST /account-import-process/create-or-update/: the
+// same validation, then the normalised payload is stored as a new version.
+// 201 the first time, 200 on updates.
+func (s *Server) stageAccount(c *gin.Context) {
+	acc, sup, ok := s.decodeAccount(c)
+	if !ok {
+		return
+	}
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return
+	}
+	payload, err := json.Marshal(acc)
+	if err != nil {
+		abortWithError(c, fmt.Errorf("encode staged account: %w", err))
+		return
+	}
+	res, err := s.deps.Store.Stage(c.Request.Context(), sup, acc.ExternalAccountNumber, payload)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	c.JSON(status, stageBody{ImportSupplier: sup.Code, ExternalAccountNumber: acc.ExternalAccountNumber})
+}
