@@ -146,6 +146,8 @@ func (s *Stack) Request(method, path string, body any, headers ...string) Respon
 		rd = strings.NewReader(b)
 	case []byte:
 		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = b
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
