@@ -231,4 +231,3 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
