@@ -1,0 +1,350 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/gridshift/dataimport/pkg/testutil"
+)
+
+// One private redis-server for the whole package; every test uses its own key.
+var rdb *goredis.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "queue-redis-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	r, err := testutil.StartRedis(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "private redis:", err)
+		return 1
+	}
+	defer r.Stop()
+	rdb = goredis.NewClient(&goredis.Options{Addr: r.Addr, PoolSize: 64})
+	defer rdb.Close()
+	return m.Run()
+}
+
+const testLease = 300 * time.Millisecond
+
+func newSem(tb testing.TB, lease time.Duration) *Semaphore {
+	tb.Helper()
+	key := "test:sem:" + strings.ReplaceAll(tb.Name(), "/", ":")
+	if err := rdb.Del(context.Background(), key).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return NewSemaphore(rdb, key, lease)
+}
+
+func mustAcquire(t *testing.T, s *Semaphore, holder string, limit int, want bool) {
+	t.Helper()
+	ok, err := s.Acquire(context.Background(), holder, limit)
+	if err != nil {
+		t.Fatalf("Acquire(%q, %d): %v", holder, limit, err)
+	}
+	if ok != want {
+		t.Fatalf("Acquire(%q, %d) = %v, want %v", holder, limit, ok, want)
+	}
+}
+
+func mustInUse(t *testing.T, s *Semaphore, want int) {
+	t.Helper()
+	n, err := s.InUse(context.Background())
+	if err != nil {
+		t.Fatalf("InUse: %v", err)
+	}
+	if n != want {
+		t.Fatalf("InUse = %d, want %d", n, want)
+	}
+}
+
+func TestAcquireConcurrentRespectsLimit(t *testing.T) {
+	t.Parallel()
+	s := newSem(t, 10*time.Second)
+	const goroutines, limit = 200, 3
+	var (
+		wg    sync.WaitGroup
+		won   atomic.Int32
+		start = make(chan struct{})
+		errs  = make(chan error, goroutines)
+	)
+	for i := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := s.Acquire(context.Background(), fmt.Sprintf("DEMO_ENERGY/EXT-%d", i), limit)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				won.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := won.Load(); got != limit {
+		t.Fatalf("%d goroutines acquired a slot, want exactly %d", got, limit)
+	}
+	mustInUse(t, s, limit)
+	hs, err := s.Holders(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != limit {
+		t.Fatalf("Holders = %v, want %d holders", hs, limit)
+	}
+}
+
+func TestAcquireSameHolderTakesOneSlot(t *testing.T) {
+	t.Parallel()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-1", 2, true)
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-1", 2, true)
+	mustInUse(t, s, 1)
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-2", 2, true)
+	mustInUse(t, s, 2)
+	// Full, but a holder already in keeps its slot, even at a lower limit.
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-3", 2, false)
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-1", 2, true)
+	mustAcquire(t, s, "DEMO_ENERGY/EXT-1", 1, true)
+	mustInUse(t, s, 2)
+}
+
+func TestAcquireRefreshesLease(t *testing.T) {
+	t.Parallel()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 1, true)
+	time.Sleep(200 * time.Millisecond)
+	mustAcquire(t, s, "A", 1, true) // lease now ends ~500ms after start
+	time.Sleep(200 * time.Millisecond)
+	mustInUse(t, s, 1)
+	mustAcquire(t, s, "B", 1, false)
+}
+
+func TestReleaseFrees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 1, true)
+	mustAcquire(t, s, "B", 1, false)
+	if err := s.Release(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "A"); err != nil { // idempotent
+		t.Fatalf("second Release: %v", err)
+	}
+	if err := s.Release(ctx, "never-held"); err != nil {
+		t.Fatalf("Release of unknown holder: %v", err)
+	}
+	mustInUse(t, s, 0)
+	mustAcquire(t, s, "B", 1, true)
+	if ok, err := s.Renew(ctx, "A"); err != nil || ok {
+		t.Fatalf("Renew after Release = %v, %v; want false", ok, err)
+	}
+}
+
+func TestExpiredLeaseIsPurged(t *testing.T) {
+	t.Parallel()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "crashed-worker", 1, true)
+	mustAcquire(t, s, "B", 1, false)
+	time.Sleep(testLease + 100*time.Millisecond)
+	mustAcquire(t, s, "B", 1, true)
+	hs, err := s.Holders(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 1 || hs[0] != "B" {
+		t.Fatalf("Holders = %v, want [B]", hs)
+	}
+}
+
+func TestExpiredLeaseNotCounted(t *testing.T) {
+	t.Parallel()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 5, true)
+	mustAcquire(t, s, "B", 5, true)
+	mustInUse(t, s, 2)
+	time.Sleep(testLease + 100*time.Millisecond)
+	mustInUse(t, s, 0)
+	hs, err := s.Holders(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 0 {
+		t.Fatalf("Holders = %v, want none", hs)
+	}
+}
+
+func TestRenewKeepsSlotAlive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 1, true)
+	// Renew every 100ms for twice the lease.
+	for range 6 {
+		time.Sleep(100 * time.Millisecond)
+		ok, err := s.Renew(ctx, "A")
+		if err != nil || !ok {
+			t.Fatalf("Renew = %v, %v; want true", ok, err)
+		}
+	}
+	mustInUse(t, s, 1)
+	mustAcquire(t, s, "B", 1, false)
+}
+
+func TestRenewAfterExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 1, true)
+	time.Sleep(testLease + 100*time.Millisecond)
+	ok, err := s.Renew(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Fatal("Renew after lease expiry = true, want false")
+	}
+	mustInUse(t, s, 0) // Renew must not resurrect the slot
+	if ok, err := s.Renew(ctx, "never-held"); err != nil || ok {
+		t.Fatalf("Renew of unknown holder = %v, %v; want false", ok, err)
+	}
+}
+
+func TestLimitChangeAppliesImmediately(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, 10*time.Second)
+	mustAcquire(t, s, "A", 2, true)
+	mustAcquire(t, s, "B", 2, true)
+	mustAcquire(t, s, "C", 2, false)
+	mustAcquire(t, s, "C", 3, true) // raised
+	mustAcquire(t, s, "D", 3, false)
+	// Lowered below what is in use: nobody new gets in until enough leave.
+	mustAcquire(t, s, "D", 1, false)
+	for _, h := range []string{"A", "B"} {
+		if err := s.Release(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAcquire(t, s, "D", 1, false) // C still holds the only slot
+	if err := s.Release(ctx, "C"); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, s, "D", 1, true)
+	// limit <= 0 means no limit, but the slot is still tracked.
+	mustAcquire(t, s, "E", 0, true)
+	mustInUse(t, s, 2)
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	check := func(s *Semaphore, lo, hi int) {
+		t.Helper()
+		n, err := s.RetryAfter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < lo || n > hi {
+			t.Fatalf("RetryAfter = %d, want in [%d, %d]", n, lo, hi)
+		}
+	}
+
+	empty := newSem(t, testLease)
+	check(empty, 1, 1)
+
+	short := NewSemaphore(rdb, empty.key, testLease)
+	mustAcquire(t, short, "A", 1, true)
+	check(short, 1, 1) // 300ms rounds up to the 1s floor
+
+	mid := newSem(&namedTB{t, t.Name() + "/mid"}, 5*time.Second)
+	mustAcquire(t, mid, "A", 1, true)
+	check(mid, 4, 5)
+
+	long := newSem(&namedTB{t, t.Name() + "/long"}, time.Hour)
+	mustAcquire(t, long, "A", 1, true)
+	check(long, 30, 30) // clamped
+}
+
+// namedTB gives newSem a distinct key within one test.
+type namedTB struct {
+	testing.TB
+	name string
+}
+
+func (n *namedTB) Name() string { return n.name }
+
+func TestKeyExpiresWithLastLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	mustAcquire(t, s, "A", 1, true)
+	ttl, err := rdb.PTTL(ctx, s.key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 || ttl > testLease+10*time.Millisecond {
+		t.Fatalf("key PTTL = %v, want in (0, %v]", ttl, testLease)
+	}
+	time.Sleep(testLease + 100*time.Millisecond)
+	if n, err := rdb.Exists(ctx, s.key).Result(); err != nil || n != 0 {
+		t.Fatalf("key still exists after last lease (%d, %v)", n, err)
+	}
+}
+
+func TestEmptyHolderRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	if _, err := s.Acquire(ctx, "", 1); err == nil {
+		t.Error("Acquire(\"\") succeeded")
+	}
+	if _, err := s.Renew(ctx, ""); err == nil {
+		t.Error("Renew(\"\") succeeded")
+	}
+	if err := s.Release(ctx, ""); err == nil {
+		t.Error("Release(\"\") succeeded")
+	}
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	ctx := context.Background()
+	s := newSem(b, time.Minute)
+	i := 0
+	for b.Loop() {
+		h := fmt.Sprintf("DEMO_ENERGY/EXT-%d", i%64)
+		i++
+		ok, err := s.Acquire(ctx, h, 100)
+		if err != nil || !ok {
+			b.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		if err := s.Release(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

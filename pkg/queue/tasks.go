@@ -1,0 +1,80 @@
+// Package queue is the transport between the API and the workers: asynq
+// task types and payloads, enqueueing, the cluster-wide concurrency
+// semaphore and the outcome notifier. Redis carries work; Postgres keeps the
+// truth, so anything lost here is found again from the database.
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/hibiken/asynq"
+)
+
+// Queue names. Creation is what partners wait on, so it gets most of the
+// workers' attention; e-mails can lag.
+const (
+	QueueAccounts = "accounts"
+	QueueEmails   = "emails"
+)
+
+// Task types.
+const (
+	TypeCreateAccount = "account:create"
+	TypeWelcomeEmail  = "account:welcome_email"
+)
+
+// CreateAccount is the payload of one account-creation attempt.
+type CreateAccount struct {
+	ProcessID             int64  `json:"process_id"`
+	SupplierID            int64  `json:"supplier_id"`
+	ExternalAccountNumber string `json:"external_account_number"`
+	Attempt               int    `json:"attempt"`
+	DryRun                bool   `json:"dry_run"`
+}
+
+// TaskID is deterministic per attempt, so a second request or a reconciler
+// re-enqueue never makes a second job for the same attempt, while a later
+// attempt (after a failure) is not blocked by the archived earlier one.
+func (p CreateAccount) TaskID() string {
+	return "create:" + strconv.FormatInt(p.ProcessID, 10) + ":" + strconv.Itoa(p.Attempt)
+}
+
+// SlotHolder names the concurrency slot the account holds while in progress.
+func (p CreateAccount) SlotHolder() string { return SlotHolder(p.ProcessID) }
+
+// SlotHolder is the semaphore member for a process.
+func SlotHolder(processID int64) string { return "process:" + strconv.FormatInt(processID, 10) }
+
+// Task builds the asynq task.
+func (p CreateAccount) Task() (*asynq.Task, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", TypeCreateAccount, err)
+	}
+	return asynq.NewTask(TypeCreateAccount, b, asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts), asynq.MaxRetry(10)), nil
+}
+
+// WelcomeEmail is the payload of one welcome e-mail (one per customer).
+type WelcomeEmail struct {
+	EmailID int64 `json:"email_id"`
+}
+
+// Task builds the asynq task.
+func (p WelcomeEmail) Task() (*asynq.Task, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", TypeWelcomeEmail, err)
+	}
+	return asynq.NewTask(TypeWelcomeEmail, b, asynq.TaskID("welcome:"+strconv.FormatInt(p.EmailID, 10)),
+		asynq.Queue(QueueEmails), asynq.MaxRetry(20)), nil
+}
+
+// Decode unmarshals a task payload into v.
+func Decode(t *asynq.Task, v any) error {
+	if err := json.Unmarshal(t.Payload(), v); err != nil {
+		return fmt.Errorf("decode %s payload: %w: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	return nil
+}
