@@ -128,3 +128,6 @@ const (
 	CodeSupplyChargeAmountMismatch           = "supply_charge_amount_mismatch"
 	CodeLineItemNetAmountMismatch            = "line_item_net_amount_mismatch"
 )
+
+// CodeTooManyErrors ends an error list cut at MaxReportedErrors.
+const CodeTooManyErrors = "too_many_errors"

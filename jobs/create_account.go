@@ -1,0 +1,189 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// AccountStore is what account creation needs from Postgres.
+type AccountStore interface {
+	LoadForCreation(ctx context.Context, processID int64) (postgres.LoadedProcess, error)
+	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
+	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+}
+
+// Slots is the cluster-wide concurrency semaphore.
+type Slots interface {
+	Acquire(ctx context.Context, holder string, limit int) (bool, error)
+	Renew(ctx context.Context, holder string) (bool, error)
+	Release(ctx context.Context, holder string) error
+}
+
+// Publisher wakes API requests waiting on a process.
+type Publisher interface {
+	Publish(ctx context.Context, processID int64) error
+}
+
+// Enqueuer adds follow-up tasks.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, p queue.Tasker) error
+}
+
+// CreateAccountHandler runs one account-creation attempt.
+type CreateAccountHandler struct {
+	Store      AccountStore
+	Slots      Slots
+	Notify     Publisher
+	Queue      Enqueuer
+	Metrics    *Metrics
+	Log        *slog.Logger
+	Now        func() time.Time
+	RenewEvery time.Duration // how often the slot lease is renewed while running
+}
+
+// errInternal is what partners see when an attempt fails for our reasons.
+var errInternal = &dataimport.Error{Code: dataimport.CodeServerError,
+	Detail: "The account could not be created because of an internal error. Create it again."}
+
+// ProcessTask implements asynq.Handler. It returns an error only for
+// failures worth retrying (database or network trouble); every other ending
+// is recorded in Postgres, the slot released and waiters woken.
+func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p queue.CreateAccount
+	if err := queue.Decode(t, &p); err != nil {
+		return err
+	}
+	start := time.Now()
+	stop := h.keepSlot(ctx, p.SlotHolder())
+	defer stop()
+
+	outcome, supplier, err := h.run(ctx, p)
+	if err != nil {
+		h.Log.WarnContext(ctx, "account creation failed; will retry", "process_id", p.ProcessID, "attempt", p.Attempt, "err", err.Error())
+		return err
+	}
+	if outcome == "" { // stale task: another attempt owns the process and its slot
+		return nil
+	}
+	h.Metrics.observe(supplier, outcome, time.Since(start))
+	h.finished(ctx, p)
+	return nil
+}
+
+// run returns the outcome ("" for a stale task) or a retryable error.
+func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (outcome, supplier string, err error) {
+	lp, err := h.Store.LoadForCreation(ctx, p.ProcessID)
+	if err != nil {
+		return "", "", err
+	}
+	supplier = lp.Supplier.Code
+	proc := lp.Process
+	switch {
+	case proc.Imported():
+		return postgres.OutcomeCompleted, supplier, nil
+	case proc.Status != dataimport.StatusInProgress || proc.Attempt != p.Attempt:
+		return "", supplier, nil
+	}
+	now := h.Now().UTC()
+	// The staged payload is validated again: rules or the supplier's phone
+	// region may have changed since it was staged.
+	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now)})
+	if err != nil {
+		e, ok := dataimport.AsError(err)
+		if !ok {
+			e = errInternal
+		}
+		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, e); err != nil {
+			return "", supplier, err
+		}
+		return postgres.OutcomeFailed, supplier, nil
+	}
+	res, err := h.Store.CreateAccount(ctx, postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
+		Supplier: lp.Supplier, Account: acc, Now: now})
+	switch {
+	case errors.Is(err, postgres.ErrDryRun):
+		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeDryRun, nil); err != nil {
+			return "", supplier, err
+		}
+		return postgres.OutcomeDryRun, supplier, nil
+	case errors.Is(err, postgres.ErrStaleAttempt):
+		return "", supplier, nil
+	case err != nil:
+		return "", supplier, err
+	}
+	// After commit: e-mails are in the outbox; a lost enqueue is picked up
+	// by the reconciler, so failure here is only logged.
+	for _, id := range res.WelcomeEmailIDs {
+		if err := h.Queue.Enqueue(ctx, queue.WelcomeEmail{EmailID: id}); err != nil {
+			h.Log.WarnContext(ctx, "welcome e-mail not enqueued; reconciler will retry", "email_id", id, "err", err.Error())
+		}
+	}
+	if !res.AlreadyCreated {
+		h.Log.InfoContext(ctx, "account created", "supplier", supplier, "process_id", p.ProcessID,
+			"platform_account_number", res.PlatformAccountNumber)
+	}
+	return postgres.OutcomeCompleted, supplier, nil
+}
+
+// GiveUp ends an attempt whose retries are exhausted: the process goes back
+// to UNKNOWN with the error kept, so partners can see it and try again.
+func (h *CreateAccountHandler) GiveUp(ctx context.Context, t *asynq.Task, cause error) {
+	var p queue.CreateAccount
+	if queue.Decode(t, &p) != nil {
+		return
+	}
+	h.Log.ErrorContext(ctx, "account creation gave up", "process_id", p.ProcessID, "attempt", p.Attempt, "err", cause.Error())
+	if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, errInternal); err != nil {
+		h.Log.ErrorContext(ctx, "could not record failed attempt; reconciler will retry", "process_id", p.ProcessID, "err", err.Error())
+		return
+	}
+	h.Metrics.observe("", postgres.OutcomeFailed, 0)
+	h.finished(ctx, p)
+}
+
+func (h *CreateAccountHandler) finished(ctx context.Context, p queue.CreateAccount) {
+	if err := h.Slots.Release(ctx, p.SlotHolder()); err != nil {
+		h.Log.WarnContext(ctx, "slot not released; its lease will expire", "process_id", p.ProcessID, "err", err.Error())
+	}
+	if err := h.Notify.Publish(ctx, p.ProcessID); err != nil {
+		h.Log.WarnContext(ctx, "outcome not published; waiters poll", "process_id", p.ProcessID, "err", err.Error())
+	}
+}
+
+// keepSlot renews the account's concurrency lease while the job runs. If the
+// slot vanished (Redis restarted or flushed), it is recorded again so the
+// count of accounts in progress stays true.
+func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func() {
+	every := h.RenewEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			if ok, err := h.Slots.Renew(ctx, holder); err == nil && !ok {
+				_, _ = h.Slots.Acquire(ctx, holder, 0)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return cancel
+}
+
+// String is for logs.
+func (h *CreateAccountHandler) String() string { return fmt.Sprintf("%s handler", queue.TypeCreateAccount) }

@@ -1,0 +1,111 @@
+package dataimport
+
+import (
+	"fmt"
+	"math/big"
+	"regexp"
+
+	"github.com/shopspring/decimal"
+)
+
+// Limits on decimal input. They exist so that a hostile "1e999999999" can
+// never make us build a billion-digit big.Int later (String, Cmp and Add all
+// rescale), and so that every accepted value fits the database's NUMERIC
+// columns. They are far above any real amount or tariff.
+const (
+	maxDecimalTextLen   = 64 // characters of the literal
+	maxWholeDigits      = 18 // digits before the point
+	maxAnyDecimalPlaces = 20 // places for non-money values (prices per unit, rates)
+	moneyDecimalPlaces  = 2  // CONTRACT §5: money has at most 2 places
+)
+
+// decimalSyntax is the JSON number grammar; numeric strings must follow it
+// too, so "0x10", "1_000", ".5", "NaN" and "Infinity" are all refused.
+var decimalSyntax = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// parseDecimal turns a JSON number literal or numeric string into an exact
+// decimal. It never goes through float64. On failure it returns the field
+// error code and detail to report.
+func parseDecimal(s string) (decimal.Decimal, string, string) {
+	if len(s) > maxDecimalTextLen || !decimalSyntax.MatchString(s) {
+		return decimal.Decimal{}, CodeInvalidDecimal, "A valid number is required."
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil { // exponent out of int32 range
+		return decimal.Decimal{}, CodeInvalidDecimal, "A valid number is required."
+	}
+	// Check magnitude from coefficient and exponent alone, before anything
+	// rescales the value.
+	exp := int64(d.Exponent())
+	digits := int64(len(new(big.Int).Abs(d.Coefficient()).String()))
+	if d.IsZero() {
+		return decimal.Zero, "", ""
+	}
+	if digits+exp > maxWholeDigits {
+		return decimal.Decimal{}, CodeMaxWholeDigits, "Ensure that there are no more than 18 digits before the decimal point."
+	}
+	if exp < 0 && int64(significantPlaces(d)) > maxAnyDecimalPlaces {
+		return decimal.Decimal{}, CodeMaxDecimalPlaces, "Ensure that there are no more than 20 decimal places."
+	}
+	return d, "", ""
+}
+
+// significantPlaces counts decimal places ignoring trailing zeros: 1.10 has
+// one, 1.005 has three. The contract limits the value, not how it was
+// typed, so "1.100" is accepted as money (it is exactly 1.1).
+func significantPlaces(d decimal.Decimal) int {
+	exp := d.Exponent()
+	if exp >= 0 {
+		return 0
+	}
+	c := new(big.Int).Abs(d.Coefficient())
+	if c.Sign() == 0 {
+		return 0
+	}
+	ten := big.NewInt(10)
+	places := int(-exp)
+	q, r := new(big.Int), new(big.Int)
+	for places > 0 {
+		q.QuoRem(c, ten, r)
+		if r.Sign() != 0 {
+			break
+		}
+		c.Set(q)
+		places--
+	}
+	return places
+}
+
+// Money is an amount of money: a decimal with at most two places (checked by
+// the validators) that is always written as a string with exactly two places
+// ("12.50"), the form CONTRACT §7 returns amounts in. Output does not depend
+// on shopspring/decimal's package-level formatting switches, which any
+// other package could flip. Arithmetic goes through the embedded Decimal.
+type Money struct{ decimal.Decimal }
+
+// NewMoney wraps d.
+func NewMoney(d decimal.Decimal) Money { return Money{d} }
+
+// MoneyFromString parses a literal such as "12.50" (tests, fixtures, CLI).
+func MoneyFromString(s string) (Money, error) {
+	d, code, detail := parseDecimal(s)
+	if code != "" {
+		return Money{}, fmt.Errorf("%s: %s", code, detail)
+	}
+	return Money{d}, nil
+}
+
+func (m Money) String() string { return m.StringFixed(moneyDecimalPlaces) }
+
+func (m Money) MarshalJSON() ([]byte, error) { return []byte(`"` + m.String() + `"`), nil }
+
+func (m Money) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalJSON accepts a JSON number or numeric string (staged payloads
+// read back with encoding/json).
+func (m *Money) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	return m.Decimal.UnmarshalJSON(b)
+}

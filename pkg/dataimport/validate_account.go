@@ -1,0 +1,273 @@
+package dataimport
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// AccountRules carries what account validation needs from outside the
+// payload, so this package does no I/O and never reads the clock.
+type AccountRules struct {
+	// PhoneRegion is the supplier's phone region (ISO 3166 alpha-2, "GB").
+	// Empty accepts only numbers written with a +country code.
+	PhoneRegion string
+	// Today is the supplier's current date for the "not in the future"
+	// rules. Zero skips those rules.
+	Today Date
+	// Now, when non-zero, fills notes' missing created_at. Validate and
+	// stage leave it zero so the default is the creation time, chosen by the
+	// worker.
+	Now time.Time
+}
+
+const (
+	maxExternalAccountNumber = 128 // CONTRACT §5
+	maxPostcode              = 16  // CONTRACT §5
+)
+
+// ValidateAccount applies every rule of CONTRACT §5 to a (typically freshly
+// decoded) account, collecting all errors with dot-path attrs, and normalises
+// the account in place: defaults filled, phone numbers in E.164, money with
+// two places. It is deterministic and safe to run again on its own output
+// (stage and the worker do).
+func ValidateAccount(a *Account, opts AccountRules) []FieldError {
+	c := &collector{}
+
+	c.requiredString("import_supplier", a.ImportSupplier, defaultMaxLength)
+	c.requiredString("external_account_number", a.ExternalAccountNumber, maxExternalAccountNumber)
+
+	if a.AccountType == nil {
+		a.AccountType = ptr(AccountTypeDomestic)
+	} else {
+		choice(c, "account_type", *a.AccountType, AccountTypes)
+	}
+	if a.UnknownOccupier == nil {
+		a.UnknownOccupier = ptr(false)
+	}
+	if a.CommunicationPreference == nil {
+		a.CommunicationPreference = ptr(CommunicationOnline)
+	} else {
+		choice(c, "communication_preference", *a.CommunicationPreference, CommunicationPreferences)
+	}
+	choice(c, "sales_channel", a.SalesChannel, SalesChannels)
+	c.optionalString("sales_subchannel", a.SalesSubchannel, defaultMaxLength)
+	c.notFuture("date_of_sale", a.DateOfSale, opts.Today, false)
+
+	validateBilling(c, a)
+	validateStatementDates(c, a)
+
+	if a.TransferBalance == nil {
+		a.TransferBalance = &Money{}
+	}
+	c.money("transfer_balance", *a.TransferBalance)
+
+	validateCustomers(c, a, opts)
+	validateSupplyAddresses(c, a)
+	validateMetadata(c, a.Metadata)
+	validateReferences(c, a.References)
+
+	for i := range a.Notes {
+		c.addAll(ValidateNote(&a.Notes[i], indexPath("notes", i), opts.Now))
+	}
+	c.addAll(ValidateTransactions(a.CurrentStatementTransactions, "current_statement_transactions"))
+	return c.errs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func given(s *string) bool { return s != nil && *s != "" }
+
+func validateBilling(c *collector, a *Account) {
+	c.optionalString("billing_name", a.BillingName, defaultMaxLength)
+	lines := []*string{a.BillingAddress1, a.BillingAddress2, a.BillingAddress3, a.BillingAddress4, a.BillingAddress5}
+	anyLine := false
+	for i, l := range lines {
+		c.optionalString(fmt.Sprintf("billing_address%d", i+1), l, defaultMaxLength)
+		anyLine = anyLine || given(l)
+	}
+	c.optionalString("billing_postcode", a.BillingPostcode, maxPostcode)
+	c.email("billing_email", a.BillingEmail)
+	// A billing address is all or nothing: with any line given, the first
+	// line and the postcode are what a letter needs to arrive.
+	if anyLine {
+		if !given(a.BillingAddress1) {
+			c.add("billing_address1", CodeInvalidAddress, "billing_address1 is required when a billing address is given.")
+		}
+		if !given(a.BillingPostcode) {
+			c.add("billing_postcode", CodeInvalidAddress, "billing_postcode is required when a billing address is given.")
+		}
+	}
+}
+
+// validateStatementDates: the first open statement runs from the day after
+// last_statement_closing_date to next_bill_due_date, so that period must not
+// be empty.
+func validateStatementDates(c *collector, a *Account) {
+	if a.LastStatementClosingDate != nil && a.NextBillDueDate != nil &&
+		!a.NextBillDueDate.After(*a.LastStatementClosingDate) {
+		c.add("next_bill_due_date", CodeStartDateLaterThanEndDate,
+			"next_bill_due_date must be after last_statement_closing_date.")
+	}
+}
+
+func validateCustomers(c *collector, a *Account, opts AccountRules) {
+	if a.IsUnknownOccupier() {
+		if len(a.Customers) > 0 {
+			c.add("customers", CodeCustomerWithUnknownOccupier, "An unknown-occupier account may not have customers.")
+		}
+	} else if len(a.Customers) == 0 {
+		c.add("customers", CodeRequired, "At least one customer is required unless unknown_occupier is true.")
+	}
+	for i := range a.Customers {
+		validateCustomer(c, &a.Customers[i], indexPath("customers", i), a.Type(), opts)
+	}
+}
+
+func validateCustomer(c *collector, cu *Customer, path string, accountType AccountType, opts AccountRules) {
+	c.requiredString(joinPath(path, "given_name"), cu.GivenName, defaultMaxLength)
+	if accountType == AccountTypeDomestic && !given(cu.FamilyName) {
+		c.add(joinPath(path, "family_name"), CodeCustomerFamilyNameRequired, "family_name is required for DOMESTIC accounts.")
+	} else {
+		c.optionalString(joinPath(path, "family_name"), cu.FamilyName, defaultMaxLength)
+	}
+	if cu.Title != nil && *cu.Title != "" && !slices.Contains(Titles, *cu.Title) {
+		c.add(joinPath(path, "title"), CodeInvalidChoice, fmt.Sprintf("%q is not a valid choice.", *cu.Title))
+	}
+	c.optionalString(joinPath(path, "salutation"), cu.Salutation, defaultMaxLength)
+	c.email(joinPath(path, "email"), cu.Email)
+	c.phone(joinPath(path, "mobile"), cu.Mobile, opts.PhoneRegion)
+	c.phone(joinPath(path, "landline"), cu.Landline, opts.PhoneRegion)
+	c.notFuture(joinPath(path, "date_of_birth"), cu.DateOfBirth, opts.Today, true)
+	if cu.CustomerPreferences == nil {
+		cu.CustomerPreferences = &CustomerPreferences{}
+	}
+	if namedTheOccupier(cu) {
+		c.add(path, CodeCustomerNamedTheOccupier, `A customer may not be named "The Occupier"; use unknown_occupier instead.`)
+	}
+}
+
+// namedTheOccupier catches "The Occupier" in either name field or spread
+// across both, ignoring case and runs of whitespace.
+func namedTheOccupier(cu *Customer) bool {
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+	family := ""
+	if cu.FamilyName != nil {
+		family = *cu.FamilyName
+	}
+	const name = "the occupier"
+	return norm(cu.GivenName) == name || norm(family) == name || norm(cu.GivenName+" "+family) == name
+}
+
+func validateSupplyAddresses(c *collector, a *Account) {
+	if a.IsUnknownOccupier() {
+		if len(a.SupplyAddresses) > 1 {
+			c.add("supply_addresses", CodeOccupierAccountWithMultipleAddresses, "An unknown-occupier account may have at most one supply address.")
+		}
+	} else if len(a.SupplyAddresses) == 0 {
+		c.add("supply_addresses", CodeRequired, "At least one supply address is required unless unknown_occupier is true.")
+	}
+	mpxnSeen := map[string]string{} // mpxn -> attr of its first use
+	for i := range a.SupplyAddresses {
+		sa := &a.SupplyAddresses[i]
+		path := indexPath("supply_addresses", i)
+		c.requiredString(joinPath(path, "supply_address1"), sa.SupplyAddress1, defaultMaxLength)
+		for j, l := range []*string{sa.SupplyAddress2, sa.SupplyAddress3, sa.SupplyAddress4, sa.SupplyAddress5} {
+			c.optionalString(joinPath(path, fmt.Sprintf("supply_address%d", j+2)), l, defaultMaxLength)
+		}
+		c.requiredString(joinPath(path, "supply_postcode"), sa.SupplyPostcode, maxPostcode)
+		if len(sa.MeterPoints) == 0 {
+			c.add(joinPath(path, "meter_points"), CodeRequired, "At least one meter point is required.")
+		}
+		for j := range sa.MeterPoints {
+			validateMeterPoint(c, &sa.MeterPoints[j], indexPath(joinPath(path, "meter_points"), j), mpxnSeen)
+		}
+	}
+}
+
+func validateMeterPoint(c *collector, mp *MeterPoint, path string, mpxnSeen map[string]string) {
+	attr := joinPath(path, "mpxn")
+	c.requiredString(attr, mp.MPXN, defaultMaxLength)
+	if mp.MPXN != "" {
+		if first, dup := mpxnSeen[mp.MPXN]; dup {
+			c.add(attr, CodeDuplicateMPXN, fmt.Sprintf("MPxN %q is already used by %s.", mp.MPXN, first))
+		} else {
+			mpxnSeen[mp.MPXN] = attr
+		}
+	}
+	choice(c, joinPath(path, "fuel"), mp.Fuel, Fuels)
+	if mp.SupplyEndDate != nil && !mp.SupplyStartDate.IsZero() && mp.SupplyEndDate.Before(mp.SupplyStartDate) {
+		c.add(joinPath(path, "supply_end_date"), CodeStartDateLaterThanEndDate, "supply_end_date may not be before supply_start_date.")
+	}
+	validateAgreements(c, mp.Agreements, joinPath(path, "agreements"))
+}
+
+// validateAgreements checks that a meter point's agreements tile time.
+// valid_to is INCLUSIVE (the last day the product applies), so agreement
+// B follows A exactly when B.valid_from == A.valid_to + 1 day; anything else
+// is a gap or an overlap. Agreements are ordered by valid_from first (the
+// payload order does not matter). Only the last one may be open-ended
+// (valid_to absent).
+func validateAgreements(c *collector, ags []Agreement, path string) {
+	order := make([]int, 0, len(ags))
+	sortable := true
+	for k := range ags {
+		ag := &ags[k]
+		p := indexPath(path, k)
+		c.requiredString(joinPath(p, "product_code"), ag.ProductCode, defaultMaxLength)
+		if ag.ValidTo != nil && !ag.ValidFrom.IsZero() && ag.ValidTo.Before(ag.ValidFrom) {
+			c.add(joinPath(p, "valid_to"), CodeStartDateLaterThanEndDate, "valid_to may not be before valid_from.")
+		}
+		// A zero valid_from failed to bind (already reported); ordering
+		// would be meaningless without it.
+		sortable = sortable && !ag.ValidFrom.IsZero()
+		order = append(order, k)
+	}
+	if !sortable {
+		return
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return ags[x].ValidFrom.Compare(ags[y].ValidFrom) })
+	for n := 1; n < len(order); n++ {
+		prev, next := ags[order[n-1]], ags[order[n]]
+		if prev.ValidTo == nil || next.ValidFrom != prev.ValidTo.AddDays(1) {
+			c.add(path, CodeGapsOrOverlapsInAgreementDates, fmt.Sprintf(
+				"Agreements must be consecutive: agreement %d must start the day after agreement %d ends (valid_to is inclusive; only the last may be open-ended).",
+				order[n], order[n-1]))
+			return // one error per meter point is enough to act on
+		}
+	}
+}
+
+func validateMetadata(c *collector, items []MetadataItem) {
+	seen := map[string]bool{}
+	for i, m := range items {
+		p := indexPath("metadata", i)
+		c.requiredString(joinPath(p, "key"), m.Key, defaultMaxLength)
+		c.maxLength(joinPath(p, "value"), m.Value, defaultMaxLength)
+		if m.Key == "" {
+			continue
+		}
+		if seen[m.Key] {
+			c.add(joinPath(p, "key"), CodeMetadataHasDuplicateKeys, fmt.Sprintf("Metadata key %q is given more than once.", m.Key))
+		}
+		seen[m.Key] = true
+	}
+}
+
+func validateReferences(c *collector, refs []Reference) {
+	seen := map[[2]string]bool{}
+	for i, r := range refs {
+		p := indexPath("references", i)
+		c.requiredString(joinPath(p, "namespace"), r.Namespace, defaultMaxLength)
+		c.requiredString(joinPath(p, "value"), r.Value, defaultMaxLength)
+		key := [2]string{r.Namespace, r.Value}
+		if r.Namespace == "" || r.Value == "" {
+			continue
+		}
+		if seen[key] {
+			c.add(p, CodeDuplicateReferences, fmt.Sprintf("Reference %s/%s is given more than once.", r.Namespace, r.Value))
+		}
+		seen[key] = true
+	}
+}

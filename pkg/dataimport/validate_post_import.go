@@ -1,0 +1,202 @@
+package dataimport
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+)
+
+const (
+	maxDocumentPath = 1024 // CONTRACT §7
+	// maxNoteBody: the 255 default is for account fields; migrated notes
+	// (call transcripts, e-mails) are routinely longer. 100k characters is
+	// generous while still bounding one note.
+	maxNoteBody = 100_000
+)
+
+// ValidateNote checks one note (CONTRACT §7, interface §2.4) found at path
+// ("notes.0") and normalises it: is_pinned defaults to false and, when now
+// is non-zero, a missing created_at becomes now (UTC, whole seconds).
+func ValidateNote(n *Note, path string, now time.Time) []FieldError {
+	c := &collector{}
+	if n.Body != nil {
+		c.maxLength(joinPath(path, "body"), *n.Body, maxNoteBody)
+	}
+	if !given(n.Body) && len(n.DocumentPaths) == 0 {
+		c.add(path, CodeNoteBodyOrDocumentPathNotFound, "A note needs a body or at least one document path.")
+	}
+	for i, dp := range n.DocumentPaths {
+		if code, ok := ValidateDocumentPath(dp.DocumentPath); !ok {
+			c.add(joinPath(indexPath(joinPath(path, "document_paths"), i), "document_path"), code, documentPathProblem(dp.DocumentPath))
+		}
+	}
+	if n.CreatedAt == nil && !now.IsZero() {
+		n.CreatedAt = ptr(NewDateTime(now))
+	}
+	if n.IsPinned == nil {
+		n.IsPinned = ptr(false)
+	}
+	if n.UnpinAt != nil {
+		created := n.CreatedAt
+		if created == nil && !now.IsZero() {
+			created = ptr(NewDateTime(now))
+		}
+		if created != nil && n.UnpinAt.Before(created.Time) {
+			c.add(joinPath(path, "unpin_at"), CodeNoteUnpinAtEarlierThanCreationDate, "unpin_at may not be earlier than created_at.")
+		}
+	}
+	return c.errs
+}
+
+// ValidateDocumentPath applies the CONTRACT §7 path rules. It returns the
+// error code to report (CodeInvalidDocumentPath) and ok=false when p is not
+// acceptable. Existence in the object store is checked elsewhere (I/O).
+func ValidateDocumentPath(p string) (code string, ok bool) {
+	if documentPathProblem(p) != "" {
+		return CodeInvalidDocumentPath, false
+	}
+	return "", true
+}
+
+// documentPathProblem says what is wrong with p, or "" when it is fine. The
+// rules keep a path inside the supplier's root: relative, no "." / ".."
+// segments, no backslashes (which some stores treat as separators). Empty
+// segments ("a//b", "a/") are refused too: they name no file.
+func documentPathProblem(p string) string {
+	switch {
+	case p == "":
+		return "Document path may not be empty."
+	case utf8.RuneCountInString(p) > maxDocumentPath:
+		return fmt.Sprintf("Document path may not be longer than %d characters.", maxDocumentPath)
+	case strings.HasPrefix(p, "/"):
+		return "Document path must be relative (no leading /)."
+	case strings.ContainsRune(p, '\\'):
+		return `Document path may not contain "\".`
+	case strings.ContainsFunc(p, unicode.IsControl):
+		return "Document path may not contain control characters."
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case ".", "..":
+			return `Document path may not contain "." or ".." segments.`
+		case "":
+			return "Document path may not contain empty segments."
+		}
+	}
+	return ""
+}
+
+// ValidateTransactions checks transactions found at path
+// ("transactions" or "current_statement_transactions") per CONTRACT §7 and
+// reports them all. All arithmetic is exact (decimal).
+func ValidateTransactions(txs []Transaction, path string) []FieldError {
+	c := &collector{}
+	firstUse := map[string]string{} // transaction_id -> attr of its first use
+	for i := range txs {
+		tx := &txs[i]
+		p := indexPath(path, i)
+		idAttr := joinPath(p, "transaction_id")
+		c.requiredString(idAttr, tx.TransactionID, defaultMaxLength)
+		if tx.TransactionID != "" {
+			if first, dup := firstUse[tx.TransactionID]; dup {
+				c.add(idAttr, CodeDuplicateTransactionIDs, fmt.Sprintf("Transaction ID %q is also used by %s.", tx.TransactionID, first))
+			} else {
+				firstUse[tx.TransactionID] = idAttr
+			}
+		}
+		if !tx.Amount.IsPositive() {
+			c.add(joinPath(p, "amount"), CodeAmountNotPositive, "Ensure this value is greater than 0.")
+		} else {
+			c.money(joinPath(p, "amount"), tx.Amount)
+		}
+		choice(c, joinPath(p, "type"), tx.Type, TransactionTypes)
+		c.optionalString(joinPath(p, "display_note"), tx.DisplayNote, defaultMaxLength)
+		c.optionalString(joinPath(p, "note"), tx.Note, defaultMaxLength)
+		c.optionalString(joinPath(p, "reference"), tx.Reference, defaultMaxLength)
+		c.optionalString(joinPath(p, "product_code"), tx.ProductCode, defaultMaxLength)
+		if tx.Reason != nil {
+			choice(c, joinPath(p, "reason"), *tx.Reason, TransactionReasons)
+		}
+		if tx.PaymentType != nil {
+			choice(c, joinPath(p, "payment_type"), *tx.PaymentType, PaymentTypes)
+		}
+		for k := range tx.LineItems {
+			validateLineItem(c, &tx.LineItems[k], indexPath(joinPath(p, "line_items"), k))
+		}
+		for k := range tx.TaxItems {
+			validateTaxItem(c, &tx.TaxItems[k], indexPath(joinPath(p, "tax_items"), k))
+		}
+		validateTransactionType(c, tx, p)
+	}
+	return c.errs
+}
+
+// validateTransactionType applies the per-type requirements of CONTRACT §7.
+func validateTransactionType(c *collector, tx *Transaction, p string) {
+	requiredFor := func(field string, isNil bool) {
+		if isNil {
+			c.add(joinPath(p, field), CodeRequired, fmt.Sprintf("This field is required for %s transactions.", tx.Type))
+		}
+	}
+	switch tx.Type {
+	case TransactionCharge, TransactionCredit:
+		requiredFor("reason", tx.Reason == nil)
+	case TransactionPayment, TransactionRepayment:
+		requiredFor("payment_type", tx.PaymentType == nil)
+	case TransactionSupplyCharge:
+		if tx.ProductCode == nil || *tx.ProductCode == "" {
+			requiredFor("product_code", true)
+		}
+		if len(tx.LineItems) == 0 {
+			c.add(joinPath(p, "line_items"), CodeRequired, "A SUPPLY_CHARGE needs at least one line item.")
+			return
+		}
+		// amount = Σ line net_amount + Σ tax amount, exactly.
+		sum := decimal.Zero
+		for _, li := range tx.LineItems {
+			sum = sum.Add(li.NetAmount.Decimal)
+		}
+		for _, ti := range tx.TaxItems {
+			sum = sum.Add(ti.Amount.Decimal)
+		}
+		if tx.Amount.IsPositive() && !tx.Amount.Equal(sum) {
+			c.add(joinPath(p, "amount"), CodeSupplyChargeAmountMismatch, fmt.Sprintf(
+				"amount %s must equal the line items' net_amount plus the tax items' amount (%s).",
+				tx.Amount.StringFixed(2), sum.StringFixed(2)))
+		}
+	}
+}
+
+func validateLineItem(c *collector, li *LineItem, p string) {
+	if li.RateBand != nil {
+		choice(c, joinPath(p, "rate_band"), *li.RateBand, RateBands)
+	}
+	if !li.StartDate.IsZero() && !li.EndDate.IsZero() && li.EndDate.Before(li.StartDate) {
+		c.add(joinPath(p, "end_date"), CodeStartDateLaterThanEndDate, "end_date may not be before start_date.")
+	}
+	c.money(joinPath(p, "net_amount"), li.NetAmount)
+	if li.PricePerUnit == nil {
+		return
+	}
+	if li.NumberOfUnits == nil {
+		c.add(joinPath(p, "number_of_units"), CodeRequired, "number_of_units is required when price_per_unit is given.")
+		return
+	}
+	// Rounded half away from zero to 2 places, the usual billing rounding.
+	want := li.NumberOfUnits.Mul(*li.PricePerUnit).Round(moneyDecimalPlaces)
+	if !li.NetAmount.Equal(want) {
+		c.add(joinPath(p, "net_amount"), CodeLineItemNetAmountMismatch, fmt.Sprintf(
+			"net_amount must equal number_of_units × price_per_unit rounded to 2 places (%s).", want.StringFixed(2)))
+	}
+}
+
+func validateTaxItem(c *collector, ti *TaxItem, p string) {
+	c.money(joinPath(p, "amount"), ti.Amount)
+	choice(c, joinPath(p, "tax_type"), ti.TaxType, TaxTypes)
+	c.money(joinPath(p, "value_taxed"), ti.ValueTaxed)
+	choice(c, joinPath(p, "unit_type"), ti.UnitType, UnitTypes)
+}

@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+)
+
+// Attempt outcomes recorded in import_attempts.
+const (
+	OutcomeCompleted = "COMPLETED"
+	OutcomeFailed    = "FAILED"
+	OutcomeDryRun    = "DRY_RUN"
+)
+
+// StartAttempt moves a staged, UNKNOWN process to IN_PROGRESS and numbers the
+// attempt. The condition makes it race-free: of many concurrent creates for
+// one account exactly one starts an attempt; started=false tells the others
+// to look at the process again (and usually wait on that attempt).
+func (db *DB) StartAttempt(ctx context.Context, processID, teamID int64, dryRun bool) (attempt int, started bool, err error) {
+	var out []int
+	err = db.gorm.WithContext(ctx).Raw(`
+		UPDATE import_processes
+		   SET status = 'IN_PROGRESS', attempt = attempt + 1, dry_run = ?, operations_team_id = ?, modified_at = now()
+		 WHERE id = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
+		RETURNING attempt`, dryRun, teamID, processID).Scan(&out).Error
+	if err != nil {
+		return 0, false, fmt.Errorf("start attempt: %w", err)
+	}
+	if len(out) == 0 {
+		return 0, false, nil
+	}
+	return out[0], true, nil
+}
+
+// AbandonAttempt puts a process back to UNKNOWN when its job could not even
+// be enqueued; only that attempt is affected.
+func (db *DB) AbandonAttempt(ctx context.Context, processID int64, attempt int) error {
+	err := db.gorm.WithContext(ctx).Exec(`
+		UPDATE import_processes SET status = 'UNKNOWN', dry_run = false, modified_at = now()
+		 WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`, processID, attempt).Error
+	if err != nil {
+		return fmt.Errorf("abandon attempt: %w", err)
+	}
+	return nil
+}
+
+// FinishAttempt records an attempt that ended without an account: FAILED
+// (validation, or retries exhausted; the error is kept as latest_error) or
+// DRY_RUN. The process returns to UNKNOWN. Idempotent per attempt.
+func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error {
+	var errJSON []byte
+	if e != nil {
+		var err error
+		if errJSON, err = json.Marshal(e); err != nil {
+			return fmt.Errorf("encode attempt error: %w", err)
+		}
+	}
+	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		set := "status = 'UNKNOWN', dry_run = false, modified_at = now()"
+		args := []any{}
+		if outcome == OutcomeFailed {
+			set += ", latest_error = ?"
+			args = append(args, string(errJSON))
+		}
+		args = append(args, processID, attempt)
+		if err := tx.Exec(`UPDATE import_processes SET `+set+` WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`, args...).Error; err != nil {
+			return fmt.Errorf("finish attempt: %w", err)
+		}
+		err := tx.Exec(`INSERT INTO import_attempts (process_id, attempt, outcome, error) VALUES (?, ?, ?, ?::jsonb)
+			ON CONFLICT (process_id, attempt) DO NOTHING`, processID, attempt, outcome, nullJSON(errJSON)).Error
+		if err != nil {
+			return fmt.Errorf("record attempt: %w", err)
+		}
+		return nil
+	})
+}
+
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// AttemptOutcome is how an attempt ended.
+type AttemptOutcome struct {
+	Outcome               string
+	Error                 *dataimport.Error
+	PlatformAccountNumber string
+}
+
+// ErrAttemptRunning means the attempt has no recorded outcome yet.
+var ErrAttemptRunning = errors.New("attempt still running")
+
+// Outcome reads an attempt's outcome; ErrAttemptRunning while it runs.
+func (db *DB) Outcome(ctx context.Context, processID int64, attempt int) (AttemptOutcome, error) {
+	var rows []struct {
+		Outcome               string
+		Error                 []byte
+		PlatformAccountNumber *string
+	}
+	err := db.gorm.WithContext(ctx).Raw(`SELECT outcome, error, platform_account_number FROM import_attempts
+		WHERE process_id = ? AND attempt = ?`, processID, attempt).Scan(&rows).Error
+	if err != nil {
+		return AttemptOutcome{}, fmt.Errorf("attempt outcome: %w", err)
+	}
+	if len(rows) == 0 {
+		return AttemptOutcome{}, ErrAttemptRunning
+	}
+	out := AttemptOutcome{Outcome: rows[0].Outcome}
+	if rows[0].PlatformAccountNumber != nil {
+		out.PlatformAccountNumber = *rows[0].PlatformAccountNumber
+	}
+	if len(rows[0].Error) > 0 {
+		var e dataimport.Error
+		if json.Unmarshal(rows[0].Error, &e) == nil {
+			out.Error = &e
+		}
+	}
+	return out, nil
+}
+
+// StuckProcess is an IN_PROGRESS process the reconciler checks on.
+type StuckProcess struct {
+	ProcessID             int64
+	SupplierID            int64
+	ExternalAccountNumber string
+	Attempt               int
+	DryRun                bool
+}
+
+// InProgressSince lists processes IN_PROGRESS since before the cut-off.
+func (db *DB) InProgressSince(ctx context.Context, before time.Time, limit int) ([]StuckProcess, error) {
+	var out []StuckProcess
+	err := db.gorm.WithContext(ctx).Raw(`
+		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run
+		  FROM import_processes WHERE status = 'IN_PROGRESS' AND modified_at < ?
+		 ORDER BY modified_at LIMIT ?`, before, limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("in-progress processes: %w", err)
+	}
+	return out, nil
+}
+
+// CountInProgress counts processes IN_PROGRESS (a metric and a test probe).
+func (db *DB) CountInProgress(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE status = 'IN_PROGRESS'`).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count in progress: %w", err)
+	}
+	return n, nil
+}
