@@ -186,4 +186,6 @@ func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func
 }
 
 // String is for logs.
-func (h *CreateAccountHandler) String() string { return fmt.Sprintf("%s handler", queue.TypeCreateAccount) }
+func (h *CreateAccountHandler) String() string {
+	return fmt.Sprintf("%s handler", queue.TypeCreateAccount)
+}

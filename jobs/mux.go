@@ -1,17 +1,26 @@
 // Package jobs holds the asynq task handlers the worker runs. Each task type
-// has a typed payload and a handler that depends on interfaces only, so it
-// can be tested without the network.
+// has a typed payload (pkg/queue) and a handler that depends on interfaces
+// only, so it can be tested without the network.
 package jobs
 
 import (
 	"github.com/hibiken/asynq"
+
+	"github.com/gridshift/dataimport/pkg/queue"
 )
 
-// Deps are what handlers need; fields are added as task types are.
-type Deps struct{}
+// Deps are the handlers to register.
+type Deps struct {
+	CreateAccount asynq.Handler
+	WelcomeEmail  asynq.Handler
+}
 
 // NewMux registers every task handler.
-func NewMux(Deps) *asynq.ServeMux {
+func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
+	mux.Handle(queue.TypeCreateAccount, d.CreateAccount)
+	if d.WelcomeEmail != nil {
+		mux.Handle(queue.TypeWelcomeEmail, d.WelcomeEmail)
+	}
 	return mux
 }

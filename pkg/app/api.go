@@ -5,9 +5,11 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	goredis "github.com/redis/go-redis/v9"
@@ -16,6 +18,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/config"
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/redis"
 )
 
@@ -25,6 +28,8 @@ type API struct {
 	DB       *postgres.DB
 	Redis    *goredis.Client
 	Registry *prometheus.Registry
+	queue    *queue.Client
+	stop     context.CancelFunc
 }
 
 // NewAPI connects to Postgres and Redis and builds the router.
@@ -38,7 +43,16 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		_ = db.Close()
 		return nil, err
 	}
-	a := &API{DB: db, Redis: rdb, Registry: prometheus.NewRegistry()}
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		_ = db.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a := &API{DB: db, Redis: rdb, Registry: prometheus.NewRegistry(), queue: queue.NewClient(redisOpt), stop: stop}
+	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
+	go notifier.Run(bg)
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	secret, err := auth.LoadSecret(ctx, db, cfg.TokenSecret)
@@ -52,10 +66,11 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		a.Close()
 		return nil, err
 	}
-	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies}, httpapi.Deps{
+	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,
 		Schema:   schema,
+		Creator:  queue.Coordinator{Client: a.queue, Semaphore: queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease), Notifier: notifier},
 		Throttle: redis.NewFailureThrottle(rdb, "throttle:login:", 10),
 		Ready:    map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
 		Logger:   log,
@@ -66,5 +81,12 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 
 // Close releases the connections.
 func (a *API) Close() error {
-	return errors.Join(a.DB.Close(), a.Redis.Close())
+	a.stop()
+	return errors.Join(a.queue.Close(), a.DB.Close(), a.Redis.Close())
 }
+
+// Redis names shared by the API and the workers.
+const (
+	SlotsKey             = "dataimport:slots"
+	OutcomeChannelPrefix = "dataimport:outcome:"
+)

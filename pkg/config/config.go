@@ -21,6 +21,9 @@ type Config struct {
 	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
 	ProcessWait       time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
+	SlotLease         time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
+	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
+	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
 	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
 	SMTPURL           string        `env:"SMTP_URL"`
 	DocumentStoreURL  string        `env:"DOCUMENT_STORE_URL"`

@@ -11,8 +11,9 @@ import (
 // httpMetrics are the RED metrics per route. Route is gin's pattern, never the
 // raw path, so cardinality stays bounded whatever partners send.
 type httpMetrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	throttled prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -25,7 +26,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
-	reg.MustRegister(m.requests, m.latency)
+	m.throttled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dataimport_concurrency_limit_rejections_total", Help: "Create-account requests answered 429 by the concurrency limit.",
+	})
+	reg.MustRegister(m.requests, m.latency, m.throttled)
 	return m
 }
 

@@ -10,6 +10,7 @@ import (
 func (s *Server) routes(g *gin.RouterGroup) {
 	g.POST("/validate-account/", s.validateAccount)
 	g.POST("/account-import-process/create-or-update/", s.stageAccount)
+	g.POST("/account-import-process/process/", s.createAccount)
 	g.GET("/account-transfer-status/:supplier/:external/", s.accountStatus)
 	g.GET("/all-account-import-processes/:supplier/", s.listProcesses(postgres.ListAll))
 	g.GET("/pending-account-import-processes/:supplier/", s.listProcesses(postgres.ListPending))

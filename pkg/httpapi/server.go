@@ -26,6 +26,11 @@ type Store interface {
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
 	Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (postgres.StageResult, error)
 	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error
+	TeamByName(ctx context.Context, name string) (dataimport.Team, error)
+	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+	StartAttempt(ctx context.Context, processID, teamID int64, dryRun bool) (int, bool, error)
+	AbandonAttempt(ctx context.Context, processID int64, attempt int) error
+	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
 }
 
 // Throttle slows down repeated failed logins per client.
@@ -43,6 +48,7 @@ type Pinger interface {
 type Config struct {
 	MaxBodyBytes   int64
 	TrustedProxies []string
+	ProcessWait    time.Duration // how long create-account waits before 202
 }
 
 // Deps are the collaborators of the API.
@@ -50,6 +56,7 @@ type Deps struct {
 	Store    Store
 	Auth     *auth.Service
 	Schema   *graphql.Schema
+	Creator  Creator
 	Throttle Throttle
 	Ready    map[string]Pinger // name → dependency, for /readyz
 	Logger   *slog.Logger

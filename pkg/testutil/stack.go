@@ -220,3 +220,34 @@ func ReadRepoFile(rel string) ([]byte, error) {
 	_, here, _, _ := runtime.Caller(0)
 	return os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", rel))
 }
+
+// StartWorker runs an in-process worker (the same wiring as cmd/worker) on
+// the stack's database and Redis, stopped when the test ends or by calling
+// Shutdown.
+func (s *Stack) StartWorker(opts ...StackOption) *app.Worker {
+	s.TB.Helper()
+	cfg := s.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w, err := app.NewWorker(context.Background(), cfg, logging.New(s.Logs, "info"))
+	if err != nil {
+		s.TB.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		s.TB.Fatal(err)
+	}
+	var once sync.Once
+	s.TB.Cleanup(func() { once.Do(w.Shutdown) })
+	return w
+}
+
+// FastPipeline shortens the pipeline's timers for tests.
+func FastPipeline(c *config.Config) {
+	c.ProcessWait = 10 * time.Second
+	c.ReconcileEvery = 200 * time.Millisecond
+	c.ReconcileGrace = time.Second
+	c.SlotLease = 10 * time.Second
+	c.WorkerConcurrency = 8
+	c.ShutdownTimeout = 5 * time.Second
+}

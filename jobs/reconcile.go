@@ -1,0 +1,104 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// ReconcileStore is what the reconciler reads and writes in Postgres.
+type ReconcileStore interface {
+	InProgressSince(ctx context.Context, before time.Time, limit int) ([]postgres.StuckProcess, error)
+	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+}
+
+// TaskLookup asks asynq whether a task still exists.
+type TaskLookup interface {
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
+}
+
+// Reconciler makes Postgres' view of work in progress true again after Redis
+// lost it (restart without persistence, FLUSHALL, failover): a process
+// IN_PROGRESS whose task asynq no longer knows is enqueued again. Every
+// worker runs one; task IDs make their overlapping work harmless.
+type Reconciler struct {
+	Store  ReconcileStore
+	Tasks  TaskLookup
+	Queue  Enqueuer
+	Slots  Slots
+	Notify Publisher
+	Log    *slog.Logger
+	Every  time.Duration // how often to look
+	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
+	Batch  int
+}
+
+// Run reconciles until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	t := time.NewTicker(r.Every)
+	defer t.Stop()
+	for {
+		if n, err := r.Once(ctx); err != nil {
+			r.Log.WarnContext(ctx, "reconcile failed", "err", err.Error())
+		} else if n > 0 {
+			r.Log.InfoContext(ctx, "reconciled lost account jobs", "requeued", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Once does one pass and returns how many jobs it enqueued again.
+func (r *Reconciler) Once(ctx context.Context) (int, error) {
+	batch := r.Batch
+	if batch <= 0 {
+		batch = 500
+	}
+	stuck, err := r.Store.InProgressSince(ctx, time.Now().Add(-r.Grace), batch)
+	if err != nil {
+		return 0, err
+	}
+	requeued := 0
+	for _, sp := range stuck {
+		p := queue.CreateAccount{ProcessID: sp.ProcessID, SupplierID: sp.SupplierID, ExternalAccountNumber: sp.ExternalAccountNumber,
+			Attempt: sp.Attempt, DryRun: sp.DryRun}
+		info, err := r.Tasks.GetTaskInfo(queue.QueueAccounts, p.TaskID())
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+			// Lost: take the slot again (uncapped: it is already in
+			// progress) and put the job back.
+			if _, err := r.Slots.Acquire(ctx, p.SlotHolder(), 0); err != nil {
+				return requeued, err
+			}
+			if err := r.Queue.Enqueue(ctx, p); err != nil {
+				return requeued, err
+			}
+			requeued++
+		case err != nil:
+			return requeued, err
+		case info.State == asynq.TaskStateArchived:
+			// Retries exhausted but the give-up was not recorded.
+			if err := r.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, errInternal); err != nil {
+				return requeued, err
+			}
+			_ = r.Slots.Release(ctx, p.SlotHolder())
+			_ = r.Notify.Publish(ctx, p.ProcessID)
+		default:
+			// Queued or running: keep its slot alive while it waits.
+			if ok, err := r.Slots.Renew(ctx, p.SlotHolder()); err == nil && !ok {
+				_, _ = r.Slots.Acquire(ctx, p.SlotHolder(), 0)
+			}
+		}
+	}
+	return requeued, nil
+}

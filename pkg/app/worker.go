@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/gridshift/dataimport/jobs"
+	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/httpapi"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+	"github.com/gridshift/dataimport/pkg/redis"
+)
+
+// Worker is an assembled worker process: the asynq server, its handlers and
+// the reconciler.
+type Worker struct {
+	DB         *postgres.DB
+	Redis      *goredis.Client
+	Registry   *prometheus.Registry
+	Probes     http.Handler
+	server     *asynq.Server
+	mux        *asynq.ServeMux
+	queue      *queue.Client
+	inspector  *asynq.Inspector
+	reconciler *jobs.Reconciler
+	stop       context.CancelFunc
+	done       chan struct{}
+}
+
+// NewWorker connects and wires the handlers.
+func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worker, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := redis.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		_ = db.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	w := &Worker{DB: db, Redis: rdb, Registry: prometheus.NewRegistry(), queue: queue.NewClient(redisOpt),
+		inspector: asynq.NewInspector(redisOpt), done: make(chan struct{})}
+	w.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
+	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
+	metrics := jobs.NewMetrics(w.Registry)
+	w.registerGauges(ctx, slots)
+
+	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
+		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create})
+	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
+		Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
+
+	w.server = asynq.NewServer(redisOpt, asynq.Config{
+		Concurrency:     cfg.WorkerConcurrency,
+		Queues:          map[string]int{queue.QueueAccounts: 6, queue.QueueEmails: 1},
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          asynqLogger{log},
+		RetryDelayFunc:  retryDelay,
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			retried, _ := asynq.GetRetryCount(ctx)
+			maxRetry, _ := asynq.GetMaxRetry(ctx)
+			if t.Type() == queue.TypeCreateAccount && (retried >= maxRetry || errors.Is(err, asynq.SkipRetry)) {
+				create.GiveUp(context.WithoutCancel(ctx), t, err)
+			}
+		}),
+	})
+	w.Probes = httpapi.ProbeHandler(map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
+		map[string]http.Handler{"/metrics": promhttp.HandlerFor(w.Registry, promhttp.HandlerOpts{})})
+	return w, nil
+}
+
+// retryDelay backs off exponentially from 1 s to a minute, with jitter so
+// that a recovered database is not hit by every retry at once.
+func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+	d := time.Second << min(n, 6)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (w *Worker) registerGauges(ctx context.Context, slots *queue.Semaphore) {
+	w.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dataimport_accounts_in_progress",
+			Help: "Accounts holding a concurrency slot (cluster-wide)."}, func() float64 {
+			n, err := slots.InUse(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dataimport_queue_depth",
+			Help: "Account-creation tasks waiting or running in the queue (cluster-wide)."}, func() float64 {
+			qi, err := w.inspector.GetQueueInfo(queue.QueueAccounts)
+			if err != nil {
+				return 0
+			}
+			return float64(qi.Pending + qi.Active + qi.Retry + qi.Scheduled)
+		}),
+	)
+}
+
+// Start runs the asynq server and the reconciler in the background.
+func (w *Worker) Start() error {
+	if err := w.server.Start(w.mux); err != nil {
+		return fmt.Errorf("start asynq server: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	w.stop = stop
+	go func() {
+		defer close(w.done)
+		w.reconciler.Run(ctx)
+	}()
+	return nil
+}
+
+// Shutdown stops taking tasks and waits (up to SHUTDOWN_TIMEOUT) for the
+// running ones; unfinished ones go back to the queue for another replica.
+func (w *Worker) Shutdown() {
+	if w.stop != nil {
+		w.stop()
+		<-w.done
+	}
+	w.server.Shutdown()
+	_ = w.inspector.Close()
+	_ = w.queue.Close()
+	_ = w.DB.Close()
+	_ = w.Redis.Close()
+}
+
+// asynqLogger routes asynq's own logs into our JSON logs.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "component", "asynq") }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "component", "asynq") }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "component", "asynq") }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "component", "asynq") }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...), "component", "asynq") }

@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// Creator is what the create-account endpoint needs beyond the Store: the
+// queue, the cluster-wide semaphore and the outcome notifier.
+type Creator interface {
+	Enqueue(ctx context.Context, p queue.Tasker) error
+	Acquire(ctx context.Context, holder string, limit int) (bool, error)
+	Release(ctx context.Context, holder string) error
+	RetryAfter(ctx context.Context) (int, error)
+	Watch(processID int64) (<-chan struct{}, func())
+}
+
+// createRequest is the create-account body (interface 4.1).
+type createRequest struct {
+	ExternalAccountNumber string `json:"external_account_number" dataimport:"required"`
+	ImportSupplierCode    string `json:"import_supplier_code" dataimport:"required"`
+	OperationsTeamName    string `json:"operations_team_name" dataimport:"required"`
+	DryRun                *bool  `json:"dry_run,omitempty"`
+}
+
+func (r *createRequest) validate() []dataimport.FieldError {
+	var errs []dataimport.FieldError
+	for attr, v := range map[string]string{"external_account_number": r.ExternalAccountNumber,
+		"import_supplier_code": r.ImportSupplierCode, "operations_team_name": r.OperationsTeamName} {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, dataimport.FieldError{Attr: attr, Code: dataimport.CodeBlank, Detail: "This field may not be blank."})
+		}
+	}
+	return errs
+}
+
+// createAccount serves POST /account-import-process/process/ with the
+// checks and order of CONTRACT §6. It starts (or joins) the account's one
+// creation attempt and waits up to PROCESS_WAIT for it.
+func (s *Server) createAccount(c *gin.Context) {
+	ctx := c.Request.Context()
+	req, err := dataimport.Decode(requestBody(c), dataimport.CodeInvalidPayload, "The request body is invalid.", (*createRequest).validate)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	sup, err := s.deps.Store.SupplierForOrganisation(ctx, principal(c).OrganisationID, req.ImportSupplierCode)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return
+	}
+	proc, err := s.deps.Store.Process(ctx, sup.ID, req.ExternalAccountNumber)
+	if errors.Is(err, postgres.ErrProcessNotFound) || (err == nil && proc.StagedVersion == 0 && !proc.Imported()) {
+		renderError(c, dataimport.Errorf(dataimport.CodeProcessDoesNotExist, "No staged data for account %s; stage it first.", req.ExternalAccountNumber))
+		return
+	}
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := refuseCreate(proc); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	team, err := s.deps.Store.TeamByName(ctx, req.OperationsTeamName)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	attempt := proc.Attempt
+	if proc.Status != dataimport.StatusInProgress {
+		var ok bool
+		if attempt, ok = s.startAttempt(c, sup, proc, team.ID, req.DryRun != nil && *req.DryRun); !ok {
+			return
+		}
+	}
+	s.awaitOutcome(c, sup, proc, attempt)
+}
+
+func refuseCreate(p dataimport.ImportProcess) error {
+	switch {
+	case p.Imported():
+		return dataimport.AlreadyImported(p.ExternalAccountNumber, p.PlatformAccountNumber)
+	case p.Skipped:
+		return dataimport.Errorf(dataimport.CodeAccountMarkedSkipped, "Account %s is marked to be skipped.", p.ExternalAccountNumber)
+	}
+	return nil
+}
+
+// startAttempt takes a concurrency slot, moves the process to IN_PROGRESS
+// and enqueues its job. Racing requests for one account share one slot (the
+// holder is the account) and one attempt (the conditional update picks one).
+func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, teamID int64, dryRun bool) (int, bool) {
+	ctx := c.Request.Context()
+	limit, on, err := s.deps.Store.ConcurrencyLimit(ctx)
+	if err != nil {
+		abortWithError(c, err)
+		return 0, false
+	}
+	if !on {
+		limit = 0
+	}
+	holder := queue.SlotHolder(proc.ID)
+	ok, err := s.deps.Creator.Acquire(ctx, holder, limit)
+	if err != nil {
+		abortWithError(c, err)
+		return 0, false
+	}
+	if !ok {
+		wait, err := s.deps.Creator.RetryAfter(ctx)
+		if err != nil || wait < 1 {
+			wait = 1
+		}
+		s.metrics.throttled.Inc()
+		renderError(c, &dataimport.Error{Code: dataimport.CodeConcurrencyLimitExceeded, RetryAfterSeconds: wait,
+			Detail: "Too many accounts are being created at once. Retry after other accounts finish processing."})
+		return 0, false
+	}
+	attempt, started, err := s.deps.Store.StartAttempt(ctx, proc.ID, teamID, dryRun)
+	if err != nil {
+		abortWithError(c, err)
+		return 0, false
+	}
+	if !started {
+		// Another request got there first: join its attempt.
+		cur, err := s.deps.Store.Process(ctx, sup.ID, proc.ExternalAccountNumber)
+		if err != nil {
+			abortWithError(c, err)
+			return 0, false
+		}
+		if err := refuseCreate(cur); err != nil {
+			abortWithError(c, err)
+			return 0, false
+		}
+		return cur.Attempt, true
+	}
+	task := queue.CreateAccount{ProcessID: proc.ID, SupplierID: sup.ID, ExternalAccountNumber: proc.ExternalAccountNumber, Attempt: attempt, DryRun: dryRun}
+	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
+		// Put things back so that the partner can simply retry.
+		bg := context.WithoutCancel(ctx)
+		_ = s.deps.Store.AbandonAttempt(bg, proc.ID, attempt)
+		_ = s.deps.Creator.Release(bg, holder)
+		abortWithError(c, err)
+		return 0, false
+	}
+	return attempt, true
+}
+
+// awaitOutcome waits for the attempt's recorded outcome: woken by the
+// notifier, and polling Postgres as a fallback in case a signal is lost.
+func (s *Server) awaitOutcome(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, attempt int) {
+	ctx := c.Request.Context()
+	if strings.Contains(strings.ToLower(c.GetHeader("Prefer")), "respond-async") {
+		s.accepted(c, sup, proc)
+		return
+	}
+	wake, stop := s.deps.Creator.Watch(proc.ID)
+	defer stop()
+	deadline := time.NewTimer(s.cfg.ProcessWait)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		o, err := s.deps.Store.Outcome(ctx, proc.ID, attempt)
+		switch {
+		case err == nil:
+			s.respondOutcome(c, proc, o)
+			return
+		case !errors.Is(err, postgres.ErrAttemptRunning):
+			abortWithError(c, err)
+			return
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-deadline.C:
+			s.accepted(c, sup, proc)
+			return
+		case <-ctx.Done():
+			return // the caller left; the job goes on
+		}
+	}
+}
+
+func (s *Server) respondOutcome(c *gin.Context, proc dataimport.ImportProcess, o postgres.AttemptOutcome) {
+	switch o.Outcome {
+	case postgres.OutcomeCompleted:
+		c.JSON(http.StatusCreated, gin.H{"platform_account_number": o.PlatformAccountNumber, "external_account_number": proc.ExternalAccountNumber})
+	case postgres.OutcomeDryRun:
+		renderError(c, dataimport.Errorf(dataimport.CodeDryRunRolledBack, "Account would import successfully. Rolled back due to dry run."))
+	default:
+		e := o.Error
+		if e == nil {
+			e = dataimport.Errorf(dataimport.CodeServerError, "The account could not be created. Create it again.")
+		}
+		// A server_error (our failure, not the data) renders as 500: retry as is.
+		renderError(c, e)
+	}
+}
+
+func (s *Server) accepted(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess) {
+	statusURL := "/v1/data-import/account-transfer-status/" + url.PathEscape(sup.Code) + "/" + url.PathEscape(proc.ExternalAccountNumber) + "/"
+	c.Header("Location", statusURL)
+	c.Header("Retry-After", strconv.Itoa(2))
+	c.JSON(http.StatusAccepted, gin.H{"status": dataimport.StatusInProgress, "status_url": statusURL})
+}
