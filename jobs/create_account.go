@@ -63,10 +63,10 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 		return err
 	}
 	start := time.Now()
-	stop := h.keepSlot(ctx, p.SlotHolder())
-	defer stop()
-
+	stopRenewing := h.keepSlot(ctx, p.SlotHolder())
 	outcome, supplier, err := h.run(ctx, p)
+	// Stop renewing before releasing, or a late renewal could take the slot back.
+	stopRenewing()
 	if err != nil {
 		h.Log.WarnContext(ctx, "account creation failed; will retry", "process_id", p.ProcessID, "attempt", p.Attempt, "err", err.Error())
 		return err
@@ -161,14 +161,17 @@ func (h *CreateAccountHandler) finished(ctx context.Context, p queue.CreateAccou
 
 // keepSlot renews the account's concurrency lease while the job runs. If the
 // slot vanished (Redis restarted or flushed), it is recorded again so the
-// count of accounts in progress stays true.
+// count of accounts in progress stays true. The returned stop waits for the
+// renewing goroutine to end.
 func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func() {
 	every := h.RenewEvery
 	if every <= 0 {
 		every = 10 * time.Second
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -182,7 +185,10 @@ func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func
 			}
 		}
 	}()
-	return cancel
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // String is for logs.

@@ -17,6 +17,7 @@ import (
 type ReconcileStore interface {
 	InProgressSince(ctx context.Context, before time.Time, limit int) ([]postgres.StuckProcess, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+	StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error)
 }
 
 // TaskLookup asks asynq whether a task still exists.
@@ -75,10 +76,14 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 		info, err := r.Tasks.GetTaskInfo(queue.QueueAccounts, p.TaskID())
 		switch {
 		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-			// Lost: take the slot again (uncapped: it is already in
-			// progress) and put the job back.
-			if _, err := r.Slots.Acquire(ctx, p.SlotHolder(), 0); err != nil {
-				return requeued, err
+			// Lost: hold the slot again (uncapped: it is already in
+			// progress) and put the job back, unless it finished meanwhile.
+			live, err := r.holdSlotIfLive(ctx, p)
+			if err != nil || !live {
+				if err != nil {
+					return requeued, err
+				}
+				continue
 			}
 			if err := r.Queue.Enqueue(ctx, p); err != nil {
 				return requeued, err
@@ -96,9 +101,27 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 		default:
 			// Queued or running: keep its slot alive while it waits.
 			if ok, err := r.Slots.Renew(ctx, p.SlotHolder()); err == nil && !ok {
-				_, _ = r.Slots.Acquire(ctx, p.SlotHolder(), 0)
+				if _, err := r.holdSlotIfLive(ctx, p); err != nil {
+					return requeued, err
+				}
 			}
 		}
 	}
 	return requeued, nil
+}
+
+// holdSlotIfLive takes the process's slot and keeps it only if the attempt is
+// still in progress. Checking after taking it closes the race with a job
+// that finishes meanwhile: its release comes after its commit, so after our
+// check, so after our acquire.
+func (r *Reconciler) holdSlotIfLive(ctx context.Context, p queue.CreateAccount) (bool, error) {
+	if _, err := r.Slots.Acquire(ctx, p.SlotHolder(), 0); err != nil {
+		return false, err
+	}
+	live, err := r.Store.StillInProgress(ctx, p.ProcessID, p.Attempt)
+	if err != nil || !live {
+		_ = r.Slots.Release(ctx, p.SlotHolder())
+		return false, err
+	}
+	return true, nil
 }

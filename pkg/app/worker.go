@@ -71,11 +71,15 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
-		Concurrency:     cfg.WorkerConcurrency,
-		Queues:          map[string]int{queue.QueueAccounts: 6, queue.QueueEmails: 1},
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		Logger:          asynqLogger{log},
-		RetryDelayFunc:  retryDelay,
+		Concurrency: cfg.WorkerConcurrency,
+		// An idle worker checks for work this often; 100 ms keeps partner
+		// latency low for a few Redis commands a second per replica.
+		TaskCheckInterval:        cfg.WorkerPoll,
+		DelayedTaskCheckInterval: time.Second,
+		Queues:                   map[string]int{queue.QueueAccounts: 6, queue.QueueEmails: 1},
+		ShutdownTimeout:          cfg.ShutdownTimeout,
+		Logger:                   asynqLogger{log},
+		RetryDelayFunc:           retryDelay,
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			retried, _ := asynq.GetRetryCount(ctx)
 			maxRetry, _ := asynq.GetMaxRetry(ctx)

@@ -22,6 +22,7 @@ type Config struct {
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
 	ProcessWait       time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
 	SlotLease         time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
+	WorkerPoll        time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"100ms"`
 	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
 	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
 	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`

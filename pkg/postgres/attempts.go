@@ -66,8 +66,8 @@ func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, o
 		set := "status = 'UNKNOWN', dry_run = false, modified_at = now()"
 		args := []any{}
 		if outcome == OutcomeFailed {
-			set += ", latest_error = ?"
-			args = append(args, string(errJSON))
+			set += ", latest_error = ?::jsonb"
+			args = append(args, nullJSON(errJSON)) // no error given: NULL, not the invalid JSON ""
 		}
 		args = append(args, processID, attempt)
 		if err := tx.Exec(`UPDATE import_processes SET `+set+` WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`, args...).Error; err != nil {
@@ -156,4 +156,15 @@ func (db *DB) CountInProgress(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count in progress: %w", err)
 	}
 	return n, nil
+}
+
+// StillInProgress reports whether the process is still running this attempt.
+func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`,
+		processID, attempt).Scan(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("process state: %w", err)
+	}
+	return n == 1, nil
 }

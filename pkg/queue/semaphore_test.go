@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
@@ -42,16 +43,22 @@ func runMain(m *testing.M) int {
 
 const testLease = 300 * time.Millisecond
 
-func newSem(tb testing.TB, lease time.Duration) *Semaphore {
+// sem is a semaphore with its key, for tests that look at Redis directly.
+type sem struct {
+	*queue.Semaphore
+	key string
+}
+
+func newSem(tb testing.TB, lease time.Duration) sem {
 	tb.Helper()
 	key := "test:sem:" + strings.ReplaceAll(tb.Name(), "/", ":")
 	if err := rdb.Del(context.Background(), key).Err(); err != nil {
 		tb.Fatal(err)
 	}
-	return NewSemaphore(rdb, key, lease)
+	return sem{queue.NewSemaphore(rdb, key, lease), key}
 }
 
-func mustAcquire(t *testing.T, s *Semaphore, holder string, limit int, want bool) {
+func mustAcquire(t *testing.T, s sem, holder string, limit int, want bool) {
 	t.Helper()
 	ok, err := s.Acquire(context.Background(), holder, limit)
 	if err != nil {
@@ -62,7 +69,7 @@ func mustAcquire(t *testing.T, s *Semaphore, holder string, limit int, want bool
 	}
 }
 
-func mustInUse(t *testing.T, s *Semaphore, want int) {
+func mustInUse(t *testing.T, s sem, want int) {
 	t.Helper()
 	n, err := s.InUse(context.Background())
 	if err != nil {
@@ -264,7 +271,7 @@ func TestRetryAfter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	check := func(s *Semaphore, lo, hi int) {
+	check := func(s sem, lo, hi int) {
 		t.Helper()
 		n, err := s.RetryAfter(ctx)
 		if err != nil {
@@ -278,7 +285,7 @@ func TestRetryAfter(t *testing.T) {
 	empty := newSem(t, testLease)
 	check(empty, 1, 1)
 
-	short := NewSemaphore(rdb, empty.key, testLease)
+	short := sem{queue.NewSemaphore(rdb, empty.key, testLease), empty.key}
 	mustAcquire(t, short, "A", 1, true)
 	check(short, 1, 1) // 300ms rounds up to the 1s floor
 

@@ -251,3 +251,6 @@ func FastPipeline(c *config.Config) {
 	c.WorkerConcurrency = 8
 	c.ShutdownTimeout = 5 * time.Second
 }
+
+// StackConfig is the configuration a StackOption edits.
+type StackConfig = config.Config
