@@ -20,6 +20,11 @@ type ReconcileStore interface {
 	StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error)
 }
 
+// EmailOutbox lists welcome e-mails still unsent after a while.
+type EmailOutbox interface {
+	UnsentWelcomeEmails(ctx context.Context, olderThan time.Duration, limit int) ([]int64, error)
+}
+
 // TaskLookup asks asynq whether a task still exists.
 type TaskLookup interface {
 	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
@@ -35,6 +40,7 @@ type Reconciler struct {
 	Queue  Enqueuer
 	Slots  Slots
 	Notify Publisher
+	Emails EmailOutbox // nil: e-mails are not reconciled
 	Log    *slog.Logger
 	Every  time.Duration // how often to look
 	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
@@ -107,7 +113,25 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	return requeued, nil
+	return requeued, r.resendEmails(ctx, batch)
+}
+
+// resendEmails re-enqueues welcome e-mails whose task was lost after the
+// account committed. Task IDs dedupe those still queued.
+func (r *Reconciler) resendEmails(ctx context.Context, batch int) error {
+	if r.Emails == nil {
+		return nil
+	}
+	ids, err := r.Emails.UnsentWelcomeEmails(ctx, 4*r.Grace, batch)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := r.Queue.Enqueue(ctx, queue.WelcomeEmail{EmailID: id}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // holdSlotIfLive takes the process's slot and keeps it only if the attempt is

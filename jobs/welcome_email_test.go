@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"github.com/hibiken/asynq"
 
 	"github.com/gridshift/dataimport/jobs"
@@ -21,85 +19,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
-
-// welcomeSMTP is a real SMTP server on 127.0.0.1 that keeps what it receives
-// and can refuse the next recipients with given replies.
-type welcomeSMTP struct {
-	addr string
-
-	mu       sync.Mutex
-	msgs     []welcomeReceived
-	rcptErrs []error
-}
-
-type welcomeReceived struct {
-	To   []string
-	Data string
-}
-
-func startWelcomeSMTP(t *testing.T) *welcomeSMTP {
-	t.Helper()
-	ws := &welcomeSMTP{}
-	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
-		return &welcomeSession{srv: ws}, nil
-	}))
-	s.Domain = "localhost"
-	s.ReadTimeout, s.WriteTimeout = 5*time.Second, 5*time.Second
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	ws.addr = l.Addr().String()
-	go func() { _ = s.Serve(l) }()
-	t.Cleanup(func() { _ = s.Close() })
-	return ws
-}
-
-func (s *welcomeSMTP) failNextRcpt(code int, msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rcptErrs = append(s.rcptErrs, &smtp.SMTPError{
-		Code: code, EnhancedCode: smtp.EnhancedCode{code / 100, 0, 0}, Message: msg})
-}
-
-func (s *welcomeSMTP) messages() []welcomeReceived {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]welcomeReceived(nil), s.msgs...)
-}
-
-type welcomeSession struct {
-	srv *welcomeSMTP
-	to  []string
-}
-
-func (s *welcomeSession) Mail(string, *smtp.MailOptions) error { return nil }
-
-func (s *welcomeSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.srv.mu.Lock()
-	defer s.srv.mu.Unlock()
-	if len(s.srv.rcptErrs) > 0 {
-		err := s.srv.rcptErrs[0]
-		s.srv.rcptErrs = s.srv.rcptErrs[1:]
-		return err
-	}
-	s.to = append(s.to, to)
-	return nil
-}
-
-func (s *welcomeSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.srv.mu.Lock()
-	defer s.srv.mu.Unlock()
-	s.srv.msgs = append(s.srv.msgs, welcomeReceived{To: s.to, Data: string(b)})
-	return nil
-}
-
-func (s *welcomeSession) Reset()        { s.to = nil }
-func (s *welcomeSession) Logout() error { return nil }
 
 // welcomeRow inserts an imported account with one customer and the
 // customer's welcome e-mail row (plain SQL) and returns the row's ID.
@@ -157,9 +76,9 @@ func TestWelcomeEmailHandler(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// newHandler wires the handler to the real database and a fresh SMTP server.
-	newHandler := func(t *testing.T) (*jobs.WelcomeEmailHandler, *welcomeSMTP) {
-		srv := startWelcomeSMTP(t)
-		sender, err := email.NewSender("smtp://"+srv.addr, "Welcome <welcome@gridshift.test>")
+	newHandler := func(t *testing.T) (*jobs.WelcomeEmailHandler, *testutil.SMTPServer) {
+		srv := testutil.NewSMTPServer(t)
+		sender, err := email.NewSender("smtp://"+srv.Addr, "Welcome <welcome@gridshift.test>")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +93,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 				t.Fatalf("ProcessTask: %v", err)
 			}
 		}
-		msgs := srv.messages()
+		msgs := srv.Messages()
 		if len(msgs) != 1 {
 			t.Fatalf("server got %d messages, want 1", len(msgs))
 		}
@@ -211,7 +130,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		if n := len(srv.messages()); n != 1 {
+		if n := len(srv.Messages()); n != 1 {
 			t.Fatalf("5 concurrent runs sent %d messages, want 1", n)
 		}
 	})
@@ -219,7 +138,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 	t.Run("TransientFailureIsRetried", func(t *testing.T) {
 		h, srv := newHandler(t)
 		id := welcomeRow(t, d.DB, 3, "grace3@example.com")
-		srv.failNextRcpt(451, "greylisted, try again later")
+		srv.FailNextRcpt(451, "greylisted, try again later")
 		err := h.ProcessTask(t.Context(), welcomeTask(t, id))
 		if err == nil || errors.Is(err, asynq.SkipRetry) || errors.Is(err, email.ErrPermanent) {
 			t.Fatalf("4xx: err = %v, want a retryable error", err)
@@ -228,13 +147,13 @@ func TestWelcomeEmailHandler(t *testing.T) {
 		if st.SentAt != nil || st.Attempts != 1 || st.LastError == nil || !strings.Contains(*st.LastError, "451") {
 			t.Fatalf("after a 4xx: row %+v", st)
 		}
-		if n := len(srv.messages()); n != 0 {
+		if n := len(srv.Messages()); n != 0 {
 			t.Fatalf("%d messages after a 4xx", n)
 		}
 		if err := h.ProcessTask(t.Context(), welcomeTask(t, id)); err != nil {
 			t.Fatalf("retry: %v", err)
 		}
-		if n := len(srv.messages()); n != 1 {
+		if n := len(srv.Messages()); n != 1 {
 			t.Fatalf("%d messages after the retry, want 1", n)
 		}
 		if st := welcomeRowState(t, d.DB, id); st.SentAt == nil || st.Attempts != 2 || st.LastError != nil {
@@ -245,7 +164,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 	t.Run("PermanentFailureSkipsRetry", func(t *testing.T) {
 		h, srv := newHandler(t)
 		id := welcomeRow(t, d.DB, 4, "nobody@example.com")
-		srv.failNextRcpt(550, "no such mailbox")
+		srv.FailNextRcpt(550, "no such mailbox")
 		err := h.ProcessTask(t.Context(), welcomeTask(t, id))
 		if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, email.ErrPermanent) {
 			t.Fatalf("5xx: err = %v, want SkipRetry and ErrPermanent", err)
@@ -300,7 +219,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 				t.Errorf("%s: err = %v, want SkipRetry", name, err)
 			}
 		}
-		if n := len(srv.messages()); n != 0 {
+		if n := len(srv.Messages()); n != 0 {
 			t.Fatalf("%d messages sent for unusable tasks", n)
 		}
 	})

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ func (p *pipeline) count(query string, args ...any) int64 {
 
 func TestCreateHappyPath(t *testing.T) {
 	p := newPipeline(t)
-	p.StartWorker()
+	w := p.StartWorker()
 	p.stage("EXT-1")
 	r := p.create("EXT-1", nil)
 	if r.Status != http.StatusCreated {
@@ -106,6 +107,15 @@ func TestCreateHappyPath(t *testing.T) {
 	}
 	if n := p.count(`SELECT count(*) FROM account_customers`); n != 2 {
 		t.Fatalf("%d customers", n)
+	}
+	// Pipeline metrics on the worker's /metrics.
+	rec := httptest.NewRecorder()
+	w.Probes.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`dataimport_accounts_total{outcome="COMPLETED",supplier="DEMO_ENERGY"} 1`,
+		"dataimport_account_job_duration_seconds_count", "dataimport_queue_depth 0", "dataimport_accounts_in_progress 0"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("worker metrics lack %q", want)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gridshift/dataimport/jobs"
 	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/email"
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
@@ -66,9 +67,15 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 
 	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
 		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
-	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create})
+	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
+	if err != nil {
+		_ = db.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("SMTP_URL: %w", err)
+	}
+	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender, Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
-		Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
+		Emails: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,

@@ -27,6 +27,7 @@ type Config struct {
 	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
 	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
 	SMTPURL           string        `env:"SMTP_URL"`
+	SMTPFrom          string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
 	DocumentStoreURL  string        `env:"DOCUMENT_STORE_URL"`
 	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
