@@ -20,9 +20,8 @@ test:
 	  export TEST_DATABASE_URL="$$DATABASE_URL"; \
 	  $(MAKE) --no-print-directory test-go
 
-test-go:
-	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 10m $(PKGS)
+test-go: lint
+	$(GO) test -count=1 -timeout 12m $(PKGS)
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

@@ -14,22 +14,23 @@ type decInner struct {
 }
 
 type decTarget struct {
-	S     string            `json:"s"`
-	SP    *string           `json:"sp"`
-	B     bool              `json:"b"`
-	BP    *bool             `json:"bp"`
-	I     int               `json:"i"`
-	D     decimal.Decimal   `json:"d"`
-	DP    *decimal.Decimal  `json:"dp"`
-	M     Money             `json:"m"`
-	Day   Date              `json:"day"`
-	DayP  *Date             `json:"day_p"`
-	At    DateTime          `json:"at"`
-	In    decInner          `json:"in"`
-	InP   *decInner         `json:"in_p"`
-	List  []decInner        `json:"list"`
-	Decs  []decimal.Decimal `json:"decs"`
-	Skip  string            `json:"-"`
+	S    string            `json:"s"`
+	SP   *string           `json:"sp"`
+	B    bool              `json:"b"`
+	BP   *bool             `json:"bp"`
+	I    int               `json:"i"`
+	D    decimal.Decimal   `json:"d"`
+	DP   *decimal.Decimal  `json:"dp"`
+	M    Money             `json:"m"`
+	Day  Date              `json:"day"`
+	DayP *Date             `json:"day_p"`
+	At   DateTime          `json:"at"`
+	In   decInner          `json:"in"`
+	InP  *decInner         `json:"in_p"`
+	List []decInner        `json:"list"`
+	Decs []decimal.Decimal `json:"decs"`
+	Skip string            `json:"-"`
+	//lint:ignore U1000 present to prove the binder skips unexported fields
 	inner string
 }
 
