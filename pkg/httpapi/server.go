@@ -22,6 +22,7 @@ import (
 
 // Store is what the handlers need from the database.
 type Store interface {
+	AccountLookup
 	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
 	Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (postgres.StageResult, error)
