@@ -5,7 +5,7 @@ PKGS  := ./...
 # Bounded fuzzing in `make test`; longer runs: make fuzz FUZZTIME=5m
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-go fuzz lint fmt services-up services-down clean
+.PHONY: build run test test-go bench fuzz lint fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -22,6 +22,10 @@ test:
 
 test-go: lint
 	$(GO) test -count=1 -timeout 12m $(PKGS)
+
+## bench: load generator against a fresh stack, pgbench ceiling, report in results/
+bench: build
+	@deploy/local/bench.sh
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

@@ -7,34 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/gridshift/dataimport/pkg/app"
 	"github.com/gridshift/dataimport/pkg/config"
-	"github.com/gridshift/dataimport/pkg/logging"
 )
 
-func main() {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	log := logging.New(os.Stdout, cfg.LogLevel).With("process", "api")
-	slog.SetDefault(log)
-	if err := run(cfg, log); err != nil {
-		log.Error("api stopped", "err", err.Error())
-		os.Exit(1)
-	}
-}
+func main() { app.Main("api", run) }
 
-func run(cfg config.Config, log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
+func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	api, err := app.NewAPI(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -51,7 +32,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	case <-ctx.Done():
 	}
-	// SIGTERM: stop accepting, let in-flight requests finish.
+	// SIGTERM: stop accepting, let in-flight requests (and waiting creates) finish.
 	log.Info("api draining")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

@@ -5,37 +5,17 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/gridshift/dataimport/pkg/app"
 	"github.com/gridshift/dataimport/pkg/config"
-	"github.com/gridshift/dataimport/pkg/logging"
 )
 
-func main() {
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	log := logging.New(os.Stdout, cfg.LogLevel).With("process", "worker")
-	slog.SetDefault(log)
-	if err := run(cfg, log); err != nil {
-		log.Error("worker stopped", "err", err.Error())
-		os.Exit(1)
-	}
-}
+func main() { app.Main("worker", run) }
 
-func run(cfg config.Config, log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
+func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	w, err := app.NewWorker(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -52,6 +32,8 @@ func run(cfg config.Config, log *slog.Logger) error {
 	log.Info("worker running", "concurrency", cfg.WorkerConcurrency, "probes", cfg.WorkerHTTPAddr)
 
 	<-ctx.Done()
+	// SIGTERM: stop taking tasks, finish the running ones (up to
+	// SHUTDOWN_TIMEOUT); unfinished ones go back to the queue.
 	log.Info("worker draining")
 	w.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

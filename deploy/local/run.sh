@@ -3,44 +3,19 @@
 # Postgres and Redis, migrates, starts api + one worker, creates demo data and
 # prints a working curl walk-through. Ctrl-C stops everything it started.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=deploy/local/lib.sh
+source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-DATA_DIR=${DATA_DIR:-$ROOT/.data}
-mkdir -p "$DATA_DIR/logs"
 
-user_db=${DATABASE_URL:-}
-eval "$(deploy/local/services.sh up)"
-if [ -z "$user_db" ]; then
-  # Our own database on whichever server answered, never the admin one.
-  psql "$DATABASE_URL" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'dataimport'" | grep -q 1 \
-    || psql "$DATABASE_URL" -qc "CREATE DATABASE dataimport" >/dev/null
-  DATABASE_URL=$(echo "$DATABASE_URL" | sed -E 's#/[^/?]*(\?|$)#/dataimport\1#')
-fi
-export DATABASE_URL REDIS_URL
+use_database dataimport
 export HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
 export WORKER_HTTP_ADDR=${WORKER_HTTP_ADDR:-127.0.0.1:8081}
 BASE="http://$HTTP_ADDR"
 
-bin/importctl migrate >/dev/null
-
-pids=()
-stop() {
-  trap - INT TERM EXIT
-  echo; echo "stopping api and worker…"
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  deploy/local/services.sh down || true
-  echo "stopped."
-}
-trap stop INT TERM EXIT
-
-bin/worker >>"$DATA_DIR/logs/worker.log" 2>&1 & pids+=($!)
-bin/api >>"$DATA_DIR/logs/api.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do
-  curl -fsS "$BASE/readyz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-curl -fsS "$BASE/readyz" >/dev/null || { echo "api did not become ready; see $DATA_DIR/logs/api.log" >&2; exit 1; }
+trap 'echo; echo "stopping api and worker…"; stop_all; echo "stopped."' INT TERM EXIT
+start worker
+start api
+wait_ready "$BASE/readyz"
 
 # Demo data: idempotent, so `make run` can be run again on the same data.
 bin/importctl supplier create DEMO_ENERGY --root demo-energy >/dev/null 2>&1 || true
@@ -69,7 +44,11 @@ cat <<TXT
       -H 'Content-Type: application/json' --data @pkg/dataimport/testdata/account_valid.json
     curl -s \$BASE/v1/data-import/account-import-process/create-or-update/ -H "Authorization: Token \$TOKEN" \\
       -H 'Content-Type: application/json' --data @pkg/dataimport/testdata/account_valid.json
+    curl -s \$BASE/v1/data-import/account-import-process/process/ -H "Authorization: Token \$TOKEN" \\
+      -H 'Content-Type: application/json' \\
+      -d '{"external_account_number":"EXT-0001","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
     curl -s \$BASE/v1/data-import/account-transfer-status/DEMO_ENERGY/EXT-0001/ -H "Authorization: Token \$TOKEN"
+    curl -s \$BASE/v1/data-import/imported-account-import-processes/DEMO_ENERGY/ -H "Authorization: Token \$TOKEN"
 
   Operator commands: bin/importctl --help   (same DATABASE_URL as above)
   Ctrl-C stops everything this command started.

@@ -5,13 +5,10 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/gridshift/dataimport/pkg/auth"
@@ -34,26 +31,15 @@ type API struct {
 
 // NewAPI connects to Postgres and Redis and builds the router.
 func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	c, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redis.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		_ = db.Close()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
+	db, rdb := c.db, c.rdb
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a := &API{DB: db, Redis: rdb, Registry: prometheus.NewRegistry(), queue: queue.NewClient(redisOpt), stop: stop}
+	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop}
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	go notifier.Run(bg)
-	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	secret, err := auth.LoadSecret(ctx, db, cfg.TokenSecret)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -42,24 +41,13 @@ type Worker struct {
 
 // NewWorker connects and wires the handlers.
 func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worker, error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	c, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := redis.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		_ = db.Close()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	w := &Worker{DB: db, Redis: rdb, Registry: prometheus.NewRegistry(), queue: queue.NewClient(redisOpt),
+	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
+	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), done: make(chan struct{})}
-	w.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
@@ -69,8 +57,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
-		_ = db.Close()
-		_ = rdb.Close()
+		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
 	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender, Log: log}})

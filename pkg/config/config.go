@@ -29,7 +29,10 @@ type Config struct {
 	SMTPURL           string        `env:"SMTP_URL"`
 	SMTPFrom          string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
 	DocumentStoreURL  string        `env:"DOCUMENT_STORE_URL"`
+	StripeAPIKey      string        `env:"STRIPE_API_KEY"` // empty: vendor STRIPE not configured
+	StripeAPIURL      string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
 	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info"`
+	PprofAddr         string        `env:"PPROF_ADDR"` // empty: profiler off
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
 	TrustedProxies    []string      `env:"TRUSTED_PROXIES" envSeparator:","`
 

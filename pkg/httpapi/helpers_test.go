@@ -41,11 +41,11 @@ func fieldErrors(t *testing.T, r testutil.Response) map[string]string {
 	return out
 }
 
-func readFixture(t *testing.T) string {
-	t.Helper()
+func readFixture(tb testing.TB) string {
+	tb.Helper()
 	b, err := testutil.ReadRepoFile("pkg/dataimport/testdata/account_valid.json")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return string(b)
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,9 +16,13 @@ const (
 	validatePath = "/v1/data-import/validate-account/"
 )
 
-func account(t *testing.T, external string) string {
-	return strings.Replace(readFixture(t), `"EXT-0001"`, `"`+external+`"`, 1)
+func account(t *testing.T, external string) string { return accountB(t, external) }
+
+func accountB(tb testing.TB, external string) string {
+	return strings.Replace(readFixture(tb), `"EXT-0001"`, `"`+external+`"`, 1)
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestValidateNormalises(t *testing.T) {
 	st := testutil.NewStack(t)

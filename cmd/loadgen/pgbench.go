@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The database's own ceiling: pgbench running the SQL writes of one staging
+// and of one account creation (same rows into the same tables and indexes),
+// with no HTTP, queue or validation in between.
+
+const stageScript = `\set n random(1, 1000000000000)
+WITH p AS (
+  INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
+  VALUES (:sup, 'PGB-' || :client_id || '-' || :n, 1)
+  ON CONFLICT (supplier_id, external_account_number) DO UPDATE
+     SET staged_version = import_processes.staged_version + 1, modified_at = now()
+   WHERE import_processes.status = 'UNKNOWN' AND NOT import_processes.skipped
+  RETURNING id, staged_version)
+INSERT INTO import_process_versions (process_id, version, payload)
+SELECT id, staged_version, %s::jsonb FROM p;
+`
+
+// accountScript stages and creates one account: the process and its version,
+// then in one transaction everything the worker writes.
+const accountScript = `SELECT nextval('pgbench_account_seq') AS n \gset
+BEGIN;
+WITH p AS (
+  INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
+  VALUES (:sup, 'PGA-' || :n, 1) RETURNING id, staged_version)
+INSERT INTO import_process_versions (process_id, version, payload)
+SELECT id, staged_version, %[1]s::jsonb FROM p RETURNING process_id \gset
+UPDATE import_processes SET status = 'IN_PROGRESS', attempt = attempt + 1, modified_at = now() WHERE id = :process_id;
+INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type, details, transfer_balance)
+VALUES ('A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'), :sup, :process_id, 'PGA-' || :n, 'DOMESTIC', %[3]s::jsonb, 120.50)
+RETURNING id AS account_id \gset
+INSERT INTO account_customers (account_id, position, given_name, family_name, title, email, mobile, landline, date_of_birth, customer_preferences)
+VALUES (:account_id, 0, 'Alex', 'Loadtest', 'Mx', 'alex@example.co.uk', '+447400000001', '+442079460018', '1980-04-12', '{"opted_into_sms":true}'),
+       (:account_id, 1, 'Sam', 'Loadtest', 'Mx', 'sam@example.co.uk', '+447400000002', '+442079460018', '1980-04-12', '{"opted_into_sms":true}');
+WITH a AS (
+  INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3, supply_postcode, customer_at_supply_address_from_date)
+  VALUES (:account_id, 0, '1 Meter Street', 'Westminster', 'London', 'SW1A 2AA', '2022-11-01') RETURNING id),
+m AS (
+  INSERT INTO meter_points (account_id, supply_address_id, mpxn, fuel, supply_start_date)
+  SELECT :account_id, a.id, v.mpxn, v.fuel, '2023-01-01' FROM a, (VALUES ('1000000000001', 'ELECTRICITY'), ('9000000001', 'GAS')) v(mpxn, fuel)
+  RETURNING id)
+INSERT INTO agreements (meter_point_id, product_code, valid_from, valid_to)
+SELECT m.id, x.code, x.f::date, x.t::date FROM m, (VALUES ('FIX-12M-23', '2023-01-01', '2023-12-31'), ('VAR-24', '2024-01-01', NULL)) x(code, f, t);
+INSERT INTO statements (account_id, period_from, period_to) VALUES (:account_id, current_date, current_date + 30) RETURNING id AS statement_id \gset
+INSERT INTO account_notes (account_id, body, document_paths, is_pinned, created_at)
+VALUES (:account_id, 'Migrated from the legacy billing system.', '[]', false, now()),
+       (:account_id, 'Customer prefers e-mail contact.', '[]', true, now());
+INSERT INTO account_transactions (account_id, statement_id, transaction_id, type, transaction_date, amount, balance_effect, data)
+VALUES (:account_id, :statement_id, 'C1', 'CHARGE', current_date, 45.20, 45.20, '{"type":"CHARGE"}'),
+       (:account_id, :statement_id, 'R1', 'CREDIT', current_date, 10.00, -10.00, '{"type":"CREDIT"}'),
+       (:account_id, :statement_id, 'P1', 'PAYMENT', current_date, 30.00, -30.00, '{"type":"PAYMENT"}'),
+       (:account_id, :statement_id, 'P2', 'REPAYMENT', current_date, 5.00, 5.00, '{"type":"REPAYMENT"}'),
+       (:account_id, :statement_id, 'S1', 'CHARGE', current_date, 12.34, 12.34, '{"type":"CHARGE"}');
+UPDATE accounts SET balance = transfer_balance + (SELECT sum(balance_effect) FROM account_transactions WHERE account_id = :account_id) WHERE id = :account_id;
+UPDATE import_processes SET status = 'COMPLETED', platform_account_number = 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'),
+       account_created_at = now(), modified_at = now() WHERE id = :process_id;
+INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
+VALUES (:process_id, 1, 'COMPLETED', 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'));
+COMMIT;
+`
+
+type pgbenchResult struct {
+	StageTPS, AccountTPS float64
+}
+
+// runPgbench measures both scripts for seconds each with clients connections.
+func runPgbench(ctx context.Context, dbURL, supplier string, clients, seconds int, payload []byte) (pgbenchResult, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return pgbenchResult{}, fmt.Errorf("pgbench setup: %w", err)
+	}
+	defer conn.Close(ctx)
+	var supID int64
+	if err := conn.QueryRow(ctx, `SELECT id FROM import_suppliers WHERE code = $1`, supplier).Scan(&supID); err != nil {
+		return pgbenchResult{}, fmt.Errorf("pgbench setup: supplier %s: %w", supplier, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE SEQUENCE IF NOT EXISTS pgbench_account_seq`); err != nil {
+		return pgbenchResult{}, fmt.Errorf("pgbench setup: %w", err)
+	}
+	// Platform numbers A-<3 hex><5 hex>: pick a 3-hex prefix no real account uses.
+	prefix := ""
+	for range 200 {
+		p := fmt.Sprintf("%03X", rand.IntN(4096))
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM accounts WHERE platform_account_number LIKE $1`, "A-"+p+"%").Scan(&n); err != nil {
+			return pgbenchResult{}, err
+		}
+		if n == 0 {
+			prefix = p
+			break
+		}
+	}
+	if prefix == "" {
+		return pgbenchResult{}, fmt.Errorf("pgbench setup: no free platform-number prefix")
+	}
+	dir, err := os.MkdirTemp("", "loadgen-pgbench-")
+	if err != nil {
+		return pgbenchResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	lit := sqlLiteral(string(payload))
+	details := sqlLiteral(`{"billing_name":"Alex Loadtest","sales_channel":"DIRECT"}`)
+	stageFile, accountFile := filepath.Join(dir, "stage.sql"), filepath.Join(dir, "account.sql")
+	if err := os.WriteFile(stageFile, []byte(fmt.Sprintf(stageScript, lit)), 0o600); err != nil {
+		return pgbenchResult{}, err
+	}
+	if err := os.WriteFile(accountFile, []byte(fmt.Sprintf(accountScript, lit, prefix, details)), 0o600); err != nil {
+		return pgbenchResult{}, err
+	}
+	var res pgbenchResult
+	if res.StageTPS, err = pgbench(ctx, dbURL, stageFile, supID, clients, seconds); err != nil {
+		return res, err
+	}
+	if res.AccountTPS, err = pgbench(ctx, dbURL, accountFile, supID, clients, seconds); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+func pgbench(ctx context.Context, dbURL, script string, supID int64, clients, seconds int) (float64, error) {
+	cmd := exec.CommandContext(ctx, "pgbench", "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds),
+		"-D", "sup="+strconv.FormatInt(supID, 10), "-f", script, dbURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench %s: %w\n%s", filepath.Base(script), err, out)
+	}
+	m := tpsRe.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench %s: no tps in output:\n%s", filepath.Base(script), out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type runConfig struct {
+	API, APIKey, Supplier, Team string
+	Accounts, Parallel          int
+	StatusRate                  int // status reads per second during the create phase
+	PostImport                  bool
+	Prefix                      string
+}
+
+// result is everything one run measured.
+type result struct {
+	Accounts                        int             `json:"accounts"`
+	StageSeconds                    float64         `json:"stage_seconds"`
+	CreateSeconds                   float64         `json:"create_seconds"`
+	Completed                       int64           `json:"completed"`
+	Failed                          int64           `json:"failed"`
+	Throttled                       int64           `json:"throttled_429"`
+	PostImportErrors                int64           `json:"post_import_errors"`
+	CompletedAt                     []float64       `json:"-"` // seconds since the create phase began
+	StatusLatencies                 []time.Duration `json:"-"`
+	StatusErrors                    int64           `json:"status_errors"`
+	StageRate                       float64         `json:"stage_requests_per_second"`
+	EndToEndRate                    float64         `json:"end_to_end_accounts_per_second"`
+	StatusP50, StatusP99, StatusMax time.Duration
+}
+
+func run(ctx context.Context, cfg runConfig) (*result, error) {
+	c := newClient(cfg.API, cfg.Parallel+cfg.StatusRate/10+4)
+	if err := c.login(ctx, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	ids := make([]string, cfg.Accounts)
+	bodies := make([][]byte, cfg.Accounts)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%07d", cfg.Prefix, i)
+		bodies[i] = mustJSON(realisticAccount(cfg.Supplier, ids[i], i))
+	}
+	res := &result{Accounts: cfg.Accounts}
+
+	// Phase 1: stage everything.
+	start := time.Now()
+	err := forEach(ctx, cfg.Parallel, cfg.Accounts, func(i int) error {
+		r, err := c.do(ctx, http.MethodPost, "/v1/data-import/account-import-process/create-or-update/", bodies[i])
+		if err != nil {
+			return err
+		}
+		if r.status != http.StatusCreated && r.status != http.StatusOK {
+			return fmt.Errorf("stage %s: %d %s", ids[i], r.status, r.body)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.StageSeconds = time.Since(start).Seconds()
+
+	// Phase 2: create, poll, post-import; status reads at a fixed rate alongside.
+	createStart := time.Now()
+	var mu sync.Mutex
+	readerCtx, stopReader := context.WithCancel(ctx)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		statusReader(readerCtx, c, cfg, ids, res, &mu)
+	}()
+	err = forEach(ctx, cfg.Parallel, cfg.Accounts, func(i int) error {
+		ok, err := createOne(ctx, c, cfg, ids[i], res)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			atomic.AddInt64(&res.Failed, 1)
+			return nil
+		}
+		atomic.AddInt64(&res.Completed, 1)
+		mu.Lock()
+		res.CompletedAt = append(res.CompletedAt, time.Since(createStart).Seconds())
+		mu.Unlock()
+		if cfg.PostImport {
+			postImport(ctx, c, cfg, ids[i], res)
+		}
+		return nil
+	})
+	stopReader()
+	<-readerDone
+	if err != nil {
+		return nil, err
+	}
+	res.CreateSeconds = time.Since(createStart).Seconds()
+	res.StageRate = float64(cfg.Accounts) / res.StageSeconds
+	res.EndToEndRate = float64(res.Completed) / (res.StageSeconds + res.CreateSeconds)
+	sort.Slice(res.StatusLatencies, func(a, b int) bool { return res.StatusLatencies[a] < res.StatusLatencies[b] })
+	res.StatusP50, res.StatusP99, res.StatusMax = percentile(res.StatusLatencies, 0.50), percentile(res.StatusLatencies, 0.99), percentile(res.StatusLatencies, 1)
+	return res, nil
+}
+
+// createOne creates an account as a partner would: 429 waits Retry-After,
+// 202 polls the status until COMPLETED.
+func createOne(ctx context.Context, c *client, cfg runConfig, id string, res *result) (bool, error) {
+	body := mustJSON(map[string]any{"external_account_number": id, "import_supplier_code": cfg.Supplier, "operations_team_name": cfg.Team})
+	for {
+		r, err := c.do(ctx, http.MethodPost, "/v1/data-import/account-import-process/process/", body)
+		if err != nil {
+			return false, err
+		}
+		switch r.status {
+		case http.StatusCreated:
+			return true, nil
+		case http.StatusTooManyRequests:
+			atomic.AddInt64(&res.Throttled, 1)
+			if err := sleep(ctx, max(r.retryAfter, 100*time.Millisecond)); err != nil {
+				return false, err
+			}
+			continue
+		case http.StatusAccepted:
+			return pollCompleted(ctx, c, cfg, id)
+		default:
+			return false, fmt.Errorf("create %s: %d %s", id, r.status, r.body)
+		}
+	}
+}
+
+func pollCompleted(ctx context.Context, c *client, cfg runConfig, id string) (bool, error) {
+	for {
+		r, err := c.do(ctx, http.MethodGet, "/v1/data-import/account-transfer-status/"+cfg.Supplier+"/"+id+"/", nil)
+		if err != nil {
+			return false, err
+		}
+		var st struct{ Status string }
+		_ = json.Unmarshal(r.body, &st)
+		switch st.Status {
+		case "COMPLETED":
+			return true, nil
+		case "UNKNOWN":
+			return false, nil
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+}
+
+// postImport adds two notes and five transactions to the created account.
+func postImport(ctx context.Context, c *client, cfg runConfig, id string, res *result) {
+	day := time.Now().UTC().Format("2006-01-02")
+	notes := mustJSON(map[string]any{"import_supplier": cfg.Supplier, "external_account_number": id, "notes": []map[string]any{
+		{"body": "Post-import note one for " + id}, {"body": "Post-import note two", "is_pinned": true},
+	}})
+	var txs []map[string]any
+	for k, typ := range []string{"CHARGE", "CREDIT", "PAYMENT", "REPAYMENT", "CHARGE"} {
+		t := map[string]any{"transaction_id": fmt.Sprintf("%s-post-%d", id, k), "transaction_date": day, "amount": "3.21", "type": typ}
+		switch typ {
+		case "CHARGE":
+			t["reason"] = "IMPORTED_CHARGE"
+		case "CREDIT":
+			t["reason"] = "IMPORTED_CREDIT"
+		default:
+			t["payment_type"] = "DIRECT_CREDIT"
+		}
+		txs = append(txs, t)
+	}
+	transactions := mustJSON(map[string]any{"import_supplier": cfg.Supplier, "external_account_number": id, "transactions": txs})
+	for path, body := range map[string][]byte{"/v1/data-import/notes/create/": notes, "/v1/data-import/transactions/create/": transactions} {
+		r, err := c.do(ctx, http.MethodPost, path, body)
+		if err != nil || r.status != http.StatusCreated {
+			atomic.AddInt64(&res.PostImportErrors, 1)
+		}
+	}
+}
+
+// statusReader reads random accounts' status at a fixed rate, like a
+// partner dashboard, and records each latency.
+func statusReader(ctx context.Context, c *client, cfg runConfig, ids []string, res *result, mu *sync.Mutex) {
+	if cfg.StatusRate <= 0 {
+		return
+	}
+	tick := time.NewTicker(time.Second / time.Duration(cfg.StatusRate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		id := ids[rand.IntN(len(ids))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			r, err := c.do(context.WithoutCancel(ctx), http.MethodGet, "/v1/data-import/account-transfer-status/"+cfg.Supplier+"/"+id+"/", nil)
+			d := time.Since(t0)
+			if err != nil || r.status != http.StatusOK {
+				atomic.AddInt64(&res.StatusErrors, 1)
+				return
+			}
+			mu.Lock()
+			res.StatusLatencies = append(res.StatusLatencies, d)
+			mu.Unlock()
+		}()
+	}
+}
+
+// forEach runs fn for 0..n-1 on parallel goroutines and stops at the first error.
+func forEach(ctx context.Context, parallel, n int, fn func(int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

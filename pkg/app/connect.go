@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/logging"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/redis"
+)
+
+// conns are the connections every process opens.
+type conns struct {
+	db       *postgres.DB
+	rdb      *goredis.Client
+	redisOpt asynq.RedisConnOpt
+}
+
+func connect(ctx context.Context, cfg config.Config) (conns, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return conns{}, err
+	}
+	rdb, err := redis.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		_ = db.Close()
+		return conns{}, err
+	}
+	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		_ = db.Close()
+		_ = rdb.Close()
+		return conns{}, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	return conns{db: db, rdb: rdb, redisOpt: opt}, nil
+}
+
+func (c conns) close() {
+	_ = c.db.Close()
+	_ = c.rdb.Close()
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Main is the whole main() of a service binary: configuration, JSON logs
+// tagged with the process name, the profiler if asked for, and run until
+// SIGINT/SIGTERM cancels its context.
+func Main(process string, run func(ctx context.Context, cfg config.Config, log *slog.Logger) error) {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := logging.New(os.Stdout, cfg.LogLevel).With("process", process)
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ServePprof(cfg.PprofAddr, log)
+	err = run(ctx, cfg, log)
+	stop()
+	if err != nil {
+		log.Error(process+" stopped", "err", err.Error())
+		os.Exit(1)
+	}
+}
