@@ -18,11 +18,18 @@ type ReconcileStore interface {
 	InProgressSince(ctx context.Context, before time.Time, limit int) ([]postgres.StuckProcess, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
 	StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error)
+	NotInProgress(ctx context.Context, ids []int64) ([]int64, error)
 }
 
 // EmailOutbox lists welcome e-mails still unsent after a while.
 type EmailOutbox interface {
 	UnsentWelcomeEmails(ctx context.Context, olderThan time.Duration, limit int) ([]int64, error)
+}
+
+// SlotSweeper is the semaphore as the reconciler uses it.
+type SlotSweeper interface {
+	Slots
+	Holders(ctx context.Context) ([]string, error)
 }
 
 // TaskLookup asks asynq whether a task still exists.
@@ -38,13 +45,15 @@ type Reconciler struct {
 	Store  ReconcileStore
 	Tasks  TaskLookup
 	Queue  Enqueuer
-	Slots  Slots
+	Slots  SlotSweeper
 	Notify Publisher
 	Emails EmailOutbox // nil: e-mails are not reconciled
 	Log    *slog.Logger
 	Every  time.Duration // how often to look
 	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
 	Batch  int
+
+	suspects map[int64]bool // idle slot holders seen on the last pass
 }
 
 // Run reconciles until ctx ends.
@@ -113,7 +122,44 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	if err := r.sweepSlots(ctx); err != nil {
+		return requeued, err
+	}
 	return requeued, r.resendEmails(ctx, batch)
+}
+
+// sweepSlots frees slots whose process is not in progress, when that was
+// already so on the previous pass. Normally every job releases its own
+// slot; this catches a release lost to a Redis or network blip before the
+// lease would. Waiting a pass spares the instant between the API taking a
+// slot and marking its process IN_PROGRESS.
+func (r *Reconciler) sweepSlots(ctx context.Context) error {
+	holders, err := r.Slots.Holders(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, h := range holders {
+		if id, ok := queue.HolderProcess(h); ok {
+			ids = append(ids, id)
+		}
+	}
+	idle, err := r.Store.NotInProgress(ctx, ids)
+	if err != nil {
+		return err
+	}
+	suspects := make(map[int64]bool, len(idle))
+	for _, id := range idle {
+		if r.suspects[id] {
+			if err := r.Slots.Release(ctx, queue.SlotHolder(id)); err != nil {
+				return err
+			}
+			continue
+		}
+		suspects[id] = true
+	}
+	r.suspects = suspects
+	return nil
 }
 
 // resendEmails re-enqueues welcome e-mails whose task was lost after the

@@ -84,6 +84,9 @@ ensure_redis() {
 
 case "${1:-up}" in
   up)
+    # Fault tests run their own throw-away Postgres server: make sure the
+    # server binaries are here even when an existing server answers.
+    pg_bin initdb >/dev/null || apt_install postgresql
     db=$(ensure_postgres)
     rd=$(ensure_redis)
     echo "export DATABASE_URL='$db'"

@@ -97,7 +97,8 @@ func (p *pipeline) assertExactlyOnce(n int64) {
 			break
 		}
 		if time.Now().After(deadline) {
-			p.TB.Errorf("leaked concurrency slots: %d (%v)", n, err)
+			holders, _ := slots.Holders(context.Background())
+			p.TB.Errorf("leaked concurrency slots: %d (%v): %v", n, err, holders)
 			break
 		}
 	}

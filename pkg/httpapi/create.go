@@ -22,9 +22,11 @@ type Creator interface {
 	Enqueue(ctx context.Context, p queue.Tasker) error
 	Acquire(ctx context.Context, holder string, limit int) (bool, error)
 	Release(ctx context.Context, holder string) error
-	RetryAfter(ctx context.Context) (int, error)
 	Watch(processID int64) (<-chan struct{}, func())
 }
+
+// retryAfterLimit is the Retry-After of a 429 from the concurrency limit.
+const retryAfterLimit = 2
 
 // createRequest is the create-account body (interface 4.1).
 type createRequest struct {
@@ -122,12 +124,10 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 		return 0, false
 	}
 	if !ok {
-		wait, err := s.deps.Creator.RetryAfter(ctx)
-		if err != nil || wait < 1 {
-			wait = 1
-		}
+		// Slots free as soon as jobs finish (typically well under a
+		// second), so a short, fixed hint beats the worst-case lease.
 		s.metrics.throttled.Inc()
-		renderError(c, &dataimport.Error{Code: dataimport.CodeConcurrencyLimitExceeded, RetryAfterSeconds: wait,
+		renderError(c, &dataimport.Error{Code: dataimport.CodeConcurrencyLimitExceeded, RetryAfterSeconds: retryAfterLimit,
 			Detail: "Too many accounts are being created at once. Retry after other accounts finish processing."})
 		return 0, false
 	}

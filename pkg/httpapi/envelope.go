@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"log/slog"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -46,12 +46,18 @@ type envelope struct {
 func abortWithError(c *gin.Context, err error) {
 	e, ok := dataimport.AsError(err)
 	if !ok {
+		if c.Request.Context().Err() != nil {
+			// The caller hung up; nobody reads this answer, and it is not our failure.
+			logger(c).InfoContext(c.Request.Context(), "client went away", "err", err.Error())
+			c.AbortWithStatus(499)
+			return
+		}
 		if unavailable(err) {
-			slog.WarnContext(c.Request.Context(), "dependency unavailable", "err", err.Error())
+			logger(c).WarnContext(c.Request.Context(), "dependency unavailable", "err", err.Error())
 			e = &dataimport.Error{Code: dataimport.CodeServiceUnavailable,
 				Detail: "A service this request needs is temporarily unavailable. Retry shortly.", RetryAfterSeconds: 5}
 		} else {
-			slog.ErrorContext(c.Request.Context(), "request failed", "err", err.Error())
+			logger(c).ErrorContext(c.Request.Context(), "request failed", "err", err.Error())
 			e = &dataimport.Error{Code: dataimport.CodeServerError, Detail: "An unexpected error occurred. Retry the request as it is."}
 		}
 	}
@@ -93,7 +99,9 @@ func unavailable(err error) bool {
 	case errors.As(err, &connErr), errors.As(err, &opErr), errors.As(err, &netErr):
 		return true
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, syscall.EPIPE), errors.Is(err, context.DeadlineExceeded),
+		// A server that goes away mid-conversation (Postgres shutting down).
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return true
 	}
 	var pgErr *pgconn.PgError

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"log/slog"
 	"math"
 	"net/http"
 
@@ -32,7 +31,7 @@ func (s *Server) graphql(c *gin.Context) {
 		if err != nil {
 			// Failing open keeps logins working through a Redis outage;
 			// keys carry 160 random bits, so a short window is harmless.
-			slog.WarnContext(ctx, "login throttle unavailable", "err", err.Error())
+			logger(c).WarnContext(ctx, "login throttle unavailable", "err", err.Error())
 		} else if blocked {
 			renderError(c, &dataimport.Error{Code: dataimport.CodeThrottled,
 				Detail:            "Too many failed authentication attempts. Retry later.",
@@ -49,7 +48,7 @@ func (s *Server) graphql(c *gin.Context) {
 	for _, e := range resp.Errors {
 		if loginFailureCodes[e.Extensions["errorCode"]] && s.deps.Throttle != nil {
 			if err := s.deps.Throttle.Failed(ctx, client); err != nil {
-				slog.WarnContext(ctx, "login throttle unavailable", "err", err.Error())
+				logger(c).WarnContext(ctx, "login throttle unavailable", "err", err.Error())
 			}
 			break
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,7 +64,7 @@ func (s *Server) listProcesses(filter postgres.ListFilter) gin.HandlerFunc {
 		if err != nil {
 			// Headers are gone; cut the connection so the client sees a
 			// truncated body rather than a list that looks complete.
-			slog.ErrorContext(ctx, "list stream failed", "err", err.Error(), "rows", n)
+			logger(c).ErrorContext(ctx, "list stream failed", "err", err.Error(), "rows", n)
 			panic(http.ErrAbortHandler)
 		}
 		_ = w.WriteByte(']')

@@ -23,7 +23,16 @@ const (
 	headerRequestID = "X-Request-ID"
 	ctxErrorCode    = "error_code"
 	ctxBody         = "request_body"
+	ctxLogger       = "logger"
 )
+
+// logger is the service's logger for this request (it adds the request ID).
+func logger(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(ctxLogger); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
+}
 
 // A caller's request ID is echoed only when it is short and printable, so it
 // cannot inject into logs or headers.
@@ -48,6 +57,7 @@ func requestID() gin.HandlerFunc {
 func accessLog(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
+		c.Set(ctxLogger, log)
 		c.Next()
 		status := c.Writer.Status()
 		level := slog.LevelInfo

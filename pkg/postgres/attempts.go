@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,4 +169,34 @@ func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int)
 		return false, fmt.Errorf("process state: %w", err)
 	}
 	return n == 1, nil
+}
+
+// NotInProgress returns those of ids whose process is not IN_PROGRESS (or
+// does not exist): their concurrency slots, if any, are stale.
+func (db *DB) NotInProgress(ctx context.Context, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []int64
+	err := db.gorm.WithContext(ctx).Raw(`
+		SELECT x.id FROM unnest(?::bigint[]) AS x(id)
+		 WHERE NOT EXISTS (SELECT 1 FROM import_processes p WHERE p.id = x.id AND p.status = 'IN_PROGRESS')`, pgIDs(ids)).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("processes not in progress: %w", err)
+	}
+	return out, nil
+}
+
+// pgIDs renders ids as a Postgres array literal for an ::bigint[] cast.
+func pgIDs(ids []int64) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte('}')
+	return b.String()
 }

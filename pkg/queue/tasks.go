@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/hibiken/asynq"
 )
@@ -46,6 +47,16 @@ func (p CreateAccount) SlotHolder() string { return SlotHolder(p.ProcessID) }
 
 // SlotHolder is the semaphore member for a process.
 func SlotHolder(processID int64) string { return "process:" + strconv.FormatInt(processID, 10) }
+
+// HolderProcess is the inverse of SlotHolder.
+func HolderProcess(holder string) (int64, bool) {
+	rest, ok := strings.CutPrefix(holder, "process:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil
+}
 
 // Task builds the asynq task.
 func (p CreateAccount) Task() (*asynq.Task, error) {

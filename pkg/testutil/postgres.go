@@ -31,17 +31,21 @@ func AdminURL() string {
 
 // Database is a private database for one test (or one test package).
 type Database struct {
-	URL string
-	DB  *postgres.DB
+	URL   string
+	DB    *postgres.DB
+	admin string
 }
 
 // NewDatabase creates a uniquely named, migrated database and drops it when
 // tb ends.
-func NewDatabase(tb testing.TB) *Database {
+func NewDatabase(tb testing.TB) *Database { return NewDatabaseOn(tb, AdminURL()) }
+
+// NewDatabaseOn is NewDatabase on the server at admin.
+func NewDatabaseOn(tb testing.TB, admin string) *Database {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := CreateDatabase(ctx)
+	d, err := createDatabase(ctx, admin)
 	if err != nil {
 		tb.Fatalf("test database: %v", err)
 	}
@@ -50,8 +54,9 @@ func NewDatabase(tb testing.TB) *Database {
 }
 
 // CreateDatabase is NewDatabase for TestMain, where there is no testing.TB.
-func CreateDatabase(ctx context.Context) (*Database, error) {
-	admin := AdminURL()
+func CreateDatabase(ctx context.Context) (*Database, error) { return createDatabase(ctx, AdminURL()) }
+
+func createDatabase(ctx context.Context, admin string) (*Database, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "test_dataimport_" + hex.EncodeToString(b[:])
@@ -75,7 +80,7 @@ func CreateDatabase(ctx context.Context) (*Database, error) {
 	if err := db.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	return &Database{URL: u.String(), DB: db}, nil
+	return &Database{URL: u.String(), DB: db, admin: admin}, nil
 }
 
 // Drop closes the pool and drops the database.
@@ -83,7 +88,7 @@ func (d *Database) Drop() {
 	_ = d.DB.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, AdminURL())
+	conn, err := pgx.Connect(ctx, d.admin)
 	if err != nil {
 		return
 	}

@@ -40,7 +40,14 @@ type StackOption func(*config.Config)
 // NewStack builds the whole API the way cmd/api does.
 func NewStack(tb testing.TB, opts ...StackOption) *Stack {
 	tb.Helper()
-	d := NewDatabase(tb)
+	return NewStackOn(tb, AdminURL(), opts...)
+}
+
+// NewStackOn is NewStack with its database on the Postgres server at admin
+// (e.g. a PGServer a test restarts).
+func NewStackOn(tb testing.TB, admin string, opts ...StackOption) *Stack {
+	tb.Helper()
+	d := NewDatabaseOn(tb, admin)
 	r := NewRedis(tb)
 	cfg, err := config.Load()
 	if err != nil {
