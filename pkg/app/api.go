@@ -13,6 +13,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/documents"
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
@@ -52,6 +53,11 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		a.Close()
 		return nil, err
 	}
+	docs, err := documents.Open(bg, cfg.DocumentStoreURL) // closed when a.stop cancels bg
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,
@@ -61,6 +67,9 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Ready:    map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
 		Logger:   log,
 		Registry: a.Registry,
+		Vendors:  paymentVendors(cfg, log),
+
+		Documents: docs,
 	})
 	return a, nil
 }

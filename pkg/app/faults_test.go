@@ -83,11 +83,15 @@ func (p *pipeline) assertExactlyOnce(n int64) {
 		`SELECT count(*) FROM account_customers c LEFT JOIN accounts a ON a.id = c.account_id WHERE a.id IS NULL`: 0,
 		`SELECT count(*) FROM import_process_versions`:                                                            n,
 	}
+	lost := int64(0)
 	for q, want := range checks {
 		if got := p.count(q); got != want {
 			p.TB.Errorf("%s = %d, want %d", q, got, want)
+			lost += max(want-got, got-want)
 		}
 	}
+	testutil.Tally(testutil.RowsChecked, int(n))
+	testutil.Tally(testutil.RowsLost, int(lost))
 	// A job the reconciler re-enqueued may still be finishing; a leaked slot
 	// would stay until its lease (10 s) expires.
 	slots := queue.NewSemaphore(p.API.Redis, app.SlotsKey, time.Minute)
@@ -135,6 +139,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	if accepted.Load() != 3 || limited.Load() != 27 {
 		t.Fatalf("accepted %d, limited %d", accepted.Load(), limited.Load())
 	}
+	testutil.Tally(testutil.RefusedCorrectly, int(limited.Load()))
 	if n := p.count(`SELECT count(*) FROM import_processes WHERE status = 'IN_PROGRESS'`); n != 3 {
 		t.Fatalf("%d in progress", n)
 	}
@@ -220,6 +225,7 @@ func TestWorkerSIGKILLMidBatch(t *testing.T) {
 	p.StartProcess("worker", env...)
 	p.waitCompleted(200, 150*time.Second)
 	p.assertExactlyOnce(200)
+	testutil.Tally(testutil.FaultsSurvived, 1)
 }
 
 func TestRedisFlushallMidBatch(t *testing.T) {
@@ -238,4 +244,5 @@ func TestRedisFlushallMidBatch(t *testing.T) {
 	t.Logf("flushed Redis with %d/200 completed", done)
 	p.waitCompleted(200, 60*time.Second)
 	p.assertExactlyOnce(200)
+	testutil.Tally(testutil.FaultsSurvived, 1)
 }

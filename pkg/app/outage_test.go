@@ -56,6 +56,7 @@ func TestPostgresRestartMidBatch(t *testing.T) {
 	}
 	p.waitCompleted(300, 90*time.Second)
 	p.assertExactlyOnce(300)
+	testutil.Tally(testutil.FaultsSurvived, 1)
 }
 
 func TestRedisRestartMidBatch(t *testing.T) {
@@ -86,6 +87,7 @@ func TestRedisRestartMidBatch(t *testing.T) {
 	}
 	p.waitCompleted(301, 90*time.Second)
 	p.assertExactlyOnce(301)
+	testutil.Tally(testutil.FaultsSurvived, 1)
 }
 
 func assertUnavailable(t *testing.T, r testutil.Response) {
@@ -93,6 +95,7 @@ func assertUnavailable(t *testing.T, r testutil.Response) {
 	if r.Status != http.StatusServiceUnavailable || r.JSON()["code"] != "service_unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("want 503 service_unavailable with Retry-After, got %d %s", r.Status, r.Body)
 	}
+	testutil.Tally(testutil.RefusedCorrectly, 1)
 }
 
 // The API process is killed while partners wait on their creates. Partners
@@ -167,6 +170,7 @@ func TestAPIKilledWithCreatesWaiting(t *testing.T) {
 	t.Logf("retries took %s", time.Since(retryStart))
 	p.waitCompleted(300, 60*time.Second)
 	p.assertExactlyOnce(300)
+	testutil.Tally(testutil.FaultsSurvived, 1)
 }
 
 func postCreate(base, token, id string) (int, error) {

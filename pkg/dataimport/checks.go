@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
+	"github.com/shopspring/decimal"
 )
 
 // Field-level checks shared by every validator. Each appends to a collector
@@ -68,6 +69,17 @@ func choice[T ~string](c *collector, attr string, v T, allowed []T) {
 func (c *collector) money(attr string, m Money) {
 	if significantPlaces(m.Decimal) > moneyDecimalPlaces {
 		c.add(attr, CodeMaxDecimalPlaces, "Ensure that there are no more than 2 decimal places.")
+	}
+}
+
+// maxStoredMoney bounds money that lands in a numeric(16,2) column
+// (transaction amounts, statement totals): 14 digits before the point. The
+// decoder allows 18, which would otherwise surface as a database error.
+var maxStoredMoney = decimal.New(1, 14)
+
+func (c *collector) storedMoney(attr string, m Money) {
+	if m.Abs().Cmp(maxStoredMoney) >= 0 {
+		c.add(attr, CodeMaxWholeDigits, "Ensure that there are no more than 14 digits before the decimal point.")
 	}
 }
 

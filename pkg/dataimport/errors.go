@@ -127,7 +127,15 @@ const (
 	CodeAmountNotPositive                    = "amount_must_be_positive"
 	CodeSupplyChargeAmountMismatch           = "supply_charge_amount_mismatch"
 	CodeLineItemNetAmountMismatch            = "line_item_net_amount_mismatch"
+	CodePathDoesNotExistInFileStore          = "path_does_not_exist_in_file_store"
+	CodeHistoricalStatementPeriodEndInFuture = "historical_statement_period_end_in_future"
+	CodeHistoricalStatementAlreadyExists     = "historical_statement_already_exists"
 )
+
+// CodeTransactionImportError is the top-level code of the transactions
+// endpoint's 400 for a transaction that could not be stored; the body also
+// carries the interface's own status, error_detail and transaction_data.
+const CodeTransactionImportError = "transaction_import_error"
 
 // CodeTooManyErrors ends an error list cut at MaxReportedErrors.
 const CodeTooManyErrors = "too_many_errors"

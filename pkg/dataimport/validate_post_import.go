@@ -30,9 +30,7 @@ func ValidateNote(n *Note, path string, now time.Time) []FieldError {
 		c.add(path, CodeNoteBodyOrDocumentPathNotFound, "A note needs a body or at least one document path.")
 	}
 	for i, dp := range n.DocumentPaths {
-		if code, ok := ValidateDocumentPath(dp.DocumentPath); !ok {
-			c.add(joinPath(indexPath(joinPath(path, "document_paths"), i), "document_path"), code, documentPathProblem(dp.DocumentPath))
-		}
+		c.documentPath(joinPath(indexPath(joinPath(path, "document_paths"), i), "document_path"), dp.DocumentPath, false)
 	}
 	if n.CreatedAt == nil && !now.IsZero() {
 		n.CreatedAt = ptr(NewDateTime(now))
@@ -60,6 +58,36 @@ func ValidateDocumentPath(p string) (code string, ok bool) {
 		return CodeInvalidDocumentPath, false
 	}
 	return "", true
+}
+
+// ValidatePDFDocumentPath is ValidateDocumentPath plus the rule of fields
+// that name a PDF (statement_path): the last segment is a file name ending
+// ".pdf" (any case: exports from Windows systems often say ".PDF").
+func ValidatePDFDocumentPath(p string) (code string, ok bool) {
+	if DocumentPathProblem(p, true) != "" {
+		return CodeInvalidDocumentPath, false
+	}
+	return "", true
+}
+
+// DocumentPathProblem is the human detail for a refused path (pdf: the
+// field must name a PDF), or "" when p is acceptable.
+func DocumentPathProblem(p string, pdf bool) string {
+	if problem := documentPathProblem(p); problem != "" || !pdf {
+		return problem
+	}
+	name := p[strings.LastIndexByte(p, '/')+1:]
+	if len(name) <= len(".pdf") || !strings.EqualFold(name[len(name)-len(".pdf"):], ".pdf") {
+		return `Document path must name a PDF file (ending ".pdf").`
+	}
+	return ""
+}
+
+// documentPath reports a refused document path at attr.
+func (c *collector) documentPath(attr, p string, pdf bool) {
+	if problem := DocumentPathProblem(p, pdf); problem != "" {
+		c.add(attr, CodeInvalidDocumentPath, problem)
+	}
 }
 
 // documentPathProblem says what is wrong with p, or "" when it is fine. The
@@ -112,6 +140,7 @@ func ValidateTransactions(txs []Transaction, path string) []FieldError {
 			c.add(joinPath(p, "amount"), CodeAmountNotPositive, "Ensure this value is greater than 0.")
 		} else {
 			c.money(joinPath(p, "amount"), tx.Amount)
+			c.storedMoney(joinPath(p, "amount"), tx.Amount)
 		}
 		choice(c, joinPath(p, "type"), tx.Type, TransactionTypes)
 		c.optionalString(joinPath(p, "display_note"), tx.DisplayNote, defaultMaxLength)

@@ -22,6 +22,7 @@ func assertEnvelope(t *testing.T, r testutil.Response, status int, code string) 
 	if d, _ := body["detail"].(string); d == "" {
 		t.Fatalf("no detail: %s", r.Body)
 	}
+	testutil.Tally(testutil.RefusedCorrectly, 1)
 }
 
 // fieldErrors maps attr → code of a validation error body.

@@ -17,7 +17,7 @@ import (
 // heap growth of this process (the API runs in it) while it streamed.
 func streamList(tb testing.TB, st *testutil.Stack, token string) (bodyBytes int64, peakGrowth uint64) {
 	tb.Helper()
-	defer debug.SetGCPercent(debug.SetGCPercent(20))
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -73,7 +73,9 @@ func TestListStreamsInConstantMemory(t *testing.T) {
 	if body < 8_000_000 {
 		t.Fatalf("body %d bytes is too small for 100k rows", body)
 	}
-	if peak > uint64(body)/3 {
+	// Buffering the rows or the body would grow the heap by more than the
+	// body itself; streaming stays far below (typically 2 MB here).
+	if peak > uint64(body)/2 {
 		t.Fatalf("heap grew %d bytes while streaming a %d-byte list", peak, body)
 	}
 }

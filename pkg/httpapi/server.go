@@ -23,8 +23,13 @@ import (
 // Store is what the handlers need from the database.
 type Store interface {
 	AccountLookup
+	PaymentStore
+	NotesStore
+	TransactionsStore
+	StatementsStore
 	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
+	ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error)
 	Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (postgres.StageResult, error)
 	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error
 	TeamByName(ctx context.Context, name string) (dataimport.Team, error)
@@ -62,6 +67,9 @@ type Deps struct {
 	Ready    map[string]Pinger // name → dependency, for /readyz
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a private one
+	Vendors  PaymentVendors       // payment vendors by name; nil: none configured
+
+	Documents DocumentChecker // nil: document paths are not looked up
 }
 
 // Server is the API's HTTP handler.

@@ -25,13 +25,7 @@ type statusBody struct {
 // An unknown supplier, one the caller may not act for and an unknown account
 // all answer the same 404.
 func (s *Server) accountStatus(c *gin.Context) {
-	ctx := c.Request.Context()
-	sup, err := s.deps.Store.SupplierForOrganisation(ctx, principal(c).OrganisationID, c.Param("supplier"))
-	if err != nil {
-		abortWithError(c, asNotFound(err))
-		return
-	}
-	p, err := s.deps.Store.Process(ctx, sup.ID, c.Param("external"))
+	p, err := s.deps.Store.ProcessForOrganisation(c.Request.Context(), principal(c).OrganisationID, c.Param("supplier"), c.Param("external"))
 	if err != nil {
 		abortWithError(c, asNotFound(err))
 		return

@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"

@@ -49,25 +49,29 @@ type LoadedProcess struct {
 	Payload  []byte
 }
 
-// LoadForCreation reads what the worker needs to create an account.
+// LoadForCreation reads, in one query, what the worker needs to create an
+// account: the process, its supplier and its latest staged payload.
 func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProcess, error) {
-	var row processRow
-	if err := db.gorm.WithContext(ctx).Where("id = ?", processID).Take(&row).Error; err != nil {
+	var p processRow
+	var sup supplierRow
+	var payload *string
+	err := db.sql.QueryRowContext(ctx, `
+		SELECT p.id, p.supplier_id, p.external_account_number, p.status, p.skipped, p.staged_version, p.attempt,
+		       p.latest_error, p.platform_account_number, p.account_created_at, p.created_at, p.modified_at,
+		       s.id, s.code, s.status, s.document_root, s.welcome_email, s.phone_region, v.payload::text
+		  FROM import_processes p
+		  JOIN import_suppliers s ON s.id = p.supplier_id
+		  LEFT JOIN import_process_versions v ON v.process_id = p.id AND v.version = p.staged_version
+		 WHERE p.id = $1`, processID).Scan(
+		&p.ID, &p.SupplierID, &p.ExternalAccountNumber, &p.Status, &p.Skipped, &p.StagedVersion, &p.Attempt,
+		&p.LatestError, &p.PlatformAccountNumber, &p.AccountCreatedAt, &p.CreatedAt, &p.ModifiedAt,
+		&sup.ID, &sup.Code, &sup.Status, &sup.DocumentRoot, &sup.WelcomeEmail, &sup.PhoneRegion, &payload)
+	if err != nil {
 		return LoadedProcess{}, fmt.Errorf("load process %d: %w", processID, err)
 	}
-	var sup supplierRow
-	if err := db.gorm.WithContext(ctx).Where("id = ?", row.SupplierID).Take(&sup).Error; err != nil {
-		return LoadedProcess{}, fmt.Errorf("load supplier of process %d: %w", processID, err)
-	}
-	var payload []string
-	err := db.gorm.WithContext(ctx).Raw(`SELECT payload::text FROM import_process_versions WHERE process_id = ? AND version = ?`,
-		processID, row.StagedVersion).Scan(&payload).Error
-	if err != nil {
-		return LoadedProcess{}, fmt.Errorf("load staged payload of process %d: %w", processID, err)
-	}
-	out := LoadedProcess{Process: row.domain(), Supplier: sup.domain()}
-	if len(payload) == 1 {
-		out.Payload = []byte(payload[0])
+	out := LoadedProcess{Process: p.domain(), Supplier: sup.domain()}
+	if payload != nil {
+		out.Payload = []byte(*payload)
 	}
 	return out, nil
 }
@@ -131,14 +135,12 @@ func insertAccount(tx *gorm.DB, in CreationInput, proc processRow) (CreationResu
 		return CreationResult{}, fmt.Errorf("insert statement: %w", err)
 	}
 	notes := a.Notes
-	moved, err := insertTransactions(tx, accountID, statementID, from, to, a.CurrentStatementTransactions, true)
+	_, moved, err := insertTransactions(tx, accountID, statementID, from, to, a.CurrentStatementTransactions, true)
 	if err != nil {
 		return CreationResult{}, err
 	}
 	if moved > 0 {
-		body := dataimport.MovedNoteBody(moved, from, to)
-		pinned := true
-		notes = append(notes[:len(notes):len(notes)], dataimport.Note{Body: &body, IsPinned: &pinned})
+		notes = append(notes[:len(notes):len(notes)], dataimport.MovedNote(moved, from, to))
 	}
 	if err := insertNotes(tx, accountID, notes, in.Now); err != nil {
 		return CreationResult{}, err
@@ -394,40 +396,50 @@ type transactionRow struct {
 
 func (transactionRow) TableName() string { return "account_transactions" }
 
-// insertTransactions stores transactions in the open statement [from, to].
-// With force, a date outside it is moved to the nearest day and described;
-// moved counts those. Without force such a transaction is an error naming it.
-func insertTransactions(tx *gorm.DB, accountID, statementID int64, from, to dataimport.Date, txs []dataimport.Transaction, force bool) (moved int, err error) {
+// insertTransactions stores transactions in the open statement [from, to]
+// with one multi-row INSERT and returns them as stored. With force, a date
+// outside it is moved to the nearest day and described; moved counts those.
+// Without force such a transaction is a *TransactionOutsidePeriodError
+// naming the first one, and nothing is inserted. It is shared by account
+// creation and the transactions endpoint; callers adjust the balance.
+func insertTransactions(tx *gorm.DB, accountID, statementID int64, from, to dataimport.Date, txs []dataimport.Transaction, force bool) (stored []dataimport.StoredTransaction, moved int, err error) {
 	if len(txs) == 0 {
-		return 0, nil
+		return nil, 0, nil
 	}
 	rows := make([]transactionRow, len(txs))
+	stored = make([]dataimport.StoredTransaction, len(txs))
 	for i := range txs {
 		t := &txs[i]
 		placed, wasMoved := dataimport.PlaceInPeriod(t.TransactionDate, from, to)
 		row := transactionRow{AccountID: accountID, StatementID: statementID, TransactionID: t.TransactionID, Type: string(t.Type),
 			TransactionDate: placed.Time(), Amount: t.Amount.Decimal, BalanceEffect: t.BalanceEffect()}
+		stored[i] = dataimport.StoredTransaction{Transaction: *t}
 		if wasMoved {
 			if !force {
-				return 0, &TransactionOutsidePeriodError{Index: i, From: from, To: to}
+				return nil, 0, &TransactionOutsidePeriodError{Index: i, From: from, To: to}
 			}
 			moved++
-			orig := t.TransactionDate.Time()
-			row.OriginalDate = &orig
-			row.Description = dataimport.MovedDescription(t.TransactionDate, placed)
+			orig := t.TransactionDate
+			row.OriginalDate = ptrTime(orig.Time())
+			row.Description = dataimport.MovedDescription(orig, placed)
+			stored[i].TransactionDate = placed
+			stored[i].OriginalTransactionDate = &orig
+			stored[i].Description = row.Description
 		}
 		data, err := json.Marshal(t)
 		if err != nil {
-			return 0, fmt.Errorf("encode transaction: %w", err)
+			return nil, 0, fmt.Errorf("encode transaction: %w", err)
 		}
 		row.Data = string(data)
 		rows[i] = row
 	}
 	if err := tx.Create(&rows).Error; err != nil {
-		return 0, fmt.Errorf("insert transactions: %w", err)
+		return nil, 0, fmt.Errorf("insert transactions: %w", err)
 	}
-	return moved, nil
+	return stored, moved, nil
 }
+
+func ptrTime(t time.Time) *time.Time { return &t }
 
 // TransactionOutsidePeriodError names the first transaction dated outside
 // the open statement when moving is not allowed.

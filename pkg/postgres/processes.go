@@ -63,3 +63,22 @@ func (db *DB) Process(ctx context.Context, supplierID int64, external string) (d
 	}
 	return row.domain(), nil
 }
+
+// ProcessForOrganisation loads a process by supplier code and external
+// number in one query, provided the organisation may act for the supplier:
+// the status read partners poll, kept to a single round trip.
+func (db *DB) ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error) {
+	var rows []processRow
+	err := db.gorm.WithContext(ctx).Raw(`
+		SELECT p.* FROM import_processes p
+		  JOIN import_suppliers s ON s.id = p.supplier_id AND s.code = ?
+		  JOIN organisation_suppliers g ON g.supplier_id = s.id AND g.organisation_id = ?
+		 WHERE p.external_account_number = ?`, supplierCode, orgID, external).Scan(&rows).Error
+	if err != nil {
+		return dataimport.ImportProcess{}, fmt.Errorf("load import process: %w", err)
+	}
+	if len(rows) == 0 {
+		return dataimport.ImportProcess{}, ErrProcessNotFound
+	}
+	return rows[0].domain(), nil
+}

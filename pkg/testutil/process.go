@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,25 +18,35 @@ var (
 // Binary builds ./cmd/<name> once per test process and returns its path.
 func Binary(tb testing.TB, name string) string {
 	tb.Helper()
+	p, err := build("./cmd/" + name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// build compiles a main package of this module or of a tool it requires
+// (stripe-mock) once per test process.
+func build(pkg string) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[name]; ok {
-		return p
+	if p, ok := built[pkg]; ok {
+		return p, nil
 	}
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
 	dir, err := os.MkdirTemp("", "dataimport-bin-")
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %v\n%s", name, err, b)
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, b)
 	}
-	built[name] = out
-	return out
+	built[pkg] = out
+	return out, nil
 }
 
 // Process is a service binary running as a child process.

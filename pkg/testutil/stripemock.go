@@ -1,18 +1,13 @@
 package testutil
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,59 +28,10 @@ type StripeMock struct {
 	exited chan struct{}
 }
 
-var (
-	stripeMockOnce sync.Once
-	stripeMockBin  string
-	stripeMockErr  error
-)
-
-// stripeMockBinary builds stripe-mock once per test process. It is built
-// inside its own module (at the version our go.mod requires), against its
-// own go.sum: our module graph may lift its dependencies to versions it was
-// never tested with, and a tool must not break because of that.
-func stripeMockBinary() (string, error) {
-	stripeMockOnce.Do(func() {
-		_, here, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(here), "..", "..")
-		list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stripe/stripe-mock")
-		list.Dir = root
-		out, err := list.Output()
-		dir := strings.TrimSpace(string(out))
-		if err != nil || dir == "" {
-			dl := exec.Command("go", "mod", "download", "github.com/stripe/stripe-mock")
-			dl.Dir = root
-			if b, err := dl.CombinedOutput(); err != nil {
-				stripeMockErr = fmt.Errorf("download stripe-mock: %v\n%s", err, b)
-				return
-			}
-			if out, err = list.Output(); err != nil {
-				stripeMockErr = fmt.Errorf("locate stripe-mock: %w", err)
-				return
-			}
-			dir = strings.TrimSpace(string(out))
-		}
-		tmp, err := os.MkdirTemp("", "dataimport-stripe-mock-")
-		if err != nil {
-			stripeMockErr = err
-			return
-		}
-		bin := filepath.Join(tmp, "stripe-mock")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Dir = dir
-		build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly -buildvcs=false", "GOWORK=off")
-		if b, err := build.CombinedOutput(); err != nil {
-			stripeMockErr = fmt.Errorf("build stripe-mock: %v\n%s", err, b)
-			return
-		}
-		stripeMockBin = bin
-	})
-	return stripeMockBin, stripeMockErr
-}
-
 // NewStripeMock starts stripe-mock on a free port and stops it when tb ends.
 func NewStripeMock(tb testing.TB) *StripeMock {
 	tb.Helper()
-	bin, err := stripeMockBinary()
+	bin, err := build("github.com/stripe/stripe-mock")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,568 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+var (
+	errInterrupted = errors.New("interrupted")
+	errSomeFailed  = errors.New("some accounts failed")
+)
+
+// maxLine caps one NDJSON record; the API refuses far smaller bodies anyway.
+const maxLine = 64 << 20
+
+const apiPrefix = "/v1/data-import"
+
+type pushOptions struct {
+	file           string
+	team           string
+	dryRun         bool
+	parallel       int
+	postImport     string
+	report         string
+	requestTimeout time.Duration
+	pollTimeout    time.Duration
+}
+
+func (c *cli) pushCmd() *cobra.Command {
+	o := pushOptions{}
+	cmd := &cobra.Command{
+		Use:   "push ACCOUNTS.ndjson",
+		Short: "Validate, stage and create every account of an NDJSON file (one account object per line)",
+		Long: `Push reads one account object per line and, for each, validates it, stages it and
+creates it, then follows its status until it is COMPLETED or failed. It is resumable:
+accounts already COMPLETED are skipped, so rerunning after a stop or a crash finishes
+the file without duplicates. A report (CSV) lists every account's outcome and, for
+failures, one row per field error.
+
+Ctrl-C stops reading new accounts, lets the ones in flight finish and writes the
+report; a second Ctrl-C aborts the ones in flight (rerun to resume them).
+
+Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.file = args[0]
+			if o.team == "" {
+				return errors.New("--team is required")
+			}
+			if o.parallel < 1 || o.parallel > 256 {
+				return errors.New("--parallel must be from 1 to 256")
+			}
+			return c.push(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.team, "team", "", "operations team name the accounts are created for (must exist)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "stage and try each creation, then roll it back (nothing is created)")
+	f.IntVar(&o.parallel, "parallel", 4, "accounts processed at once")
+	f.StringVar(&o.postImport, "post-import", "", "directory with <external_account_number>/{notes,transactions,statements}.json to send after creation")
+	f.StringVar(&o.report, "report", "migration-report.csv", "CSV report to write")
+	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "how long to wait for the answer to one request")
+	f.DurationVar(&o.pollTimeout, "poll-timeout", 15*time.Minute, "how long to follow an account that is still in progress")
+	return cmd
+}
+
+// account is one record of the input.
+type account struct {
+	line     int
+	raw      []byte
+	supplier string
+	external string
+	bad      string // why the line cannot be sent at all
+}
+
+func (a account) id() string {
+	if a.external != "" {
+		return a.external
+	}
+	return fmt.Sprintf("line %d", a.line)
+}
+
+// result is what one account came to: its report rows, and an error that
+// must stop the whole run (the API key is refused).
+type result struct {
+	outcome string
+	rows    []row
+	fatal   error
+}
+
+type pusher struct {
+	api *client
+	o   pushOptions
+	log *slog.Logger
+}
+
+func (c *cli) push(soft context.Context, o pushOptions) (err error) {
+	// soft ends on a graceful stop; hard (from c.abort) aborts requests.
+	hard, cancelHard := context.WithCancel(c.abort)
+	defer cancelHard()
+	feed, stopFeed := context.WithCancelCause(soft)
+	defer stopFeed(nil)
+
+	in, err := os.Open(o.file)
+	if err != nil {
+		return fmt.Errorf("open accounts: %w", err)
+	}
+	defer in.Close()
+
+	api := newClient(c.apiURL, c.apiKey, c.log, o.parallel, o.requestTimeout)
+	api.stopping = feed.Done()
+	// A refused key fails here, before anything is read or written.
+	if _, _, err := api.currentToken(hard); err != nil {
+		return err
+	}
+
+	rep, err := createReport(o.report)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := rep.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	bar := c.newBar(o.file)
+	p := &pusher{api: api, o: o, log: c.log}
+	jobs := make(chan account)
+	results := make(chan result, o.parallel)
+	var eof bool
+	var readErr error
+	go func() {
+		defer close(jobs)
+		eof, readErr = readAccounts(feed, in, jobs)
+	}()
+	var wg sync.WaitGroup
+	for range o.parallel {
+		wg.Go(func() {
+			for a := range jobs {
+				results <- p.handle(hard, a)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	counts := map[string]int{}
+	var fatal, writeErr error
+	for r := range results {
+		counts[r.outcome]++
+		for _, x := range r.rows {
+			if x.Outcome == outcomePostImportFailed {
+				counts[outcomePostImportFailed]++
+				break
+			}
+		}
+		if err := rep.write(r.rows); err != nil && writeErr == nil {
+			writeErr = err
+			stopFeed(err)
+		}
+		if r.fatal != nil && fatal == nil {
+			fatal = r.fatal
+			stopFeed(r.fatal)
+		}
+		bar.add()
+	}
+	bar.finish()
+
+	done := counts[outcomeCompleted] + counts[outcomeSkippedCompleted] + counts[outcomeDryRunOK] + counts[outcomeDryRunUnconfirmed]
+	total := done + counts[outcomeFailed] + counts[outcomeInterrupted]
+	fmt.Fprintf(c.stdout, "accounts %d: completed %d, already completed %d, dry-run ok %d, failed %d, interrupted %d",
+		total, counts[outcomeCompleted], counts[outcomeSkippedCompleted], counts[outcomeDryRunOK]+counts[outcomeDryRunUnconfirmed],
+		counts[outcomeFailed], counts[outcomeInterrupted])
+	if o.postImport != "" {
+		fmt.Fprintf(c.stdout, ", post-import failures %d", counts[outcomePostImportFailed])
+	}
+	fmt.Fprintf(c.stdout, " (429 waits %d, retries %d)\nreport: %s\n", api.throttled.Load(), api.retried.Load(), o.report)
+
+	switch {
+	case readErr != nil:
+		return readErr
+	case writeErr != nil:
+		return writeErr
+	case fatal != nil:
+		return fmt.Errorf("run stopped: %w", fatal)
+	case !eof || counts[outcomeInterrupted] > 0:
+		return fmt.Errorf("%w after %d accounts; rerun the same command to resume", errInterrupted, total)
+	case counts[outcomeFailed] > 0 || counts[outcomePostImportFailed] > 0:
+		return fmt.Errorf("%w: %d failed, %d with post-import failures (see %s)", errSomeFailed,
+			counts[outcomeFailed], counts[outcomePostImportFailed], o.report)
+	}
+	return nil
+}
+
+// readAccounts streams the file line by line into out until EOF (eof true)
+// or until ctx ends (a graceful stop: eof false, nil error).
+func readAccounts(ctx context.Context, r io.Reader, out chan<- account) (eof bool, err error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	for n := 1; ; n++ {
+		raw, tooLong, err := readLine(br)
+		if err != nil && err != io.EOF {
+			return false, fmt.Errorf("read accounts line %d: %w", n, err)
+		}
+		if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 || tooLong {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			select {
+			case out <- parseAccount(n, trimmed, tooLong):
+			case <-ctx.Done():
+				return false, nil
+			}
+		}
+		if err == io.EOF {
+			return true, nil
+		}
+	}
+}
+
+// readLine reads one line of any length up to maxLine; a longer line is
+// skipped to its end and reported as too long.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return line, tooLong, err
+	}
+}
+
+func parseAccount(n int, raw []byte, tooLong bool) account {
+	a := account{line: n, raw: raw}
+	switch {
+	case tooLong:
+		a.bad = fmt.Sprintf("line longer than %d MiB", maxLine>>20)
+		return a
+	case !json.Valid(raw):
+		a.bad = "line is not valid JSON"
+		return a
+	}
+	var id struct {
+		ImportSupplier        any `json:"import_supplier"`
+		ExternalAccountNumber any `json:"external_account_number"`
+	}
+	if json.Unmarshal(raw, &id) == nil {
+		a.supplier, _ = id.ImportSupplier.(string)
+		a.external, _ = id.ExternalAccountNumber.(string)
+		a.supplier, a.external = strings.TrimSpace(a.supplier), strings.TrimSpace(a.external)
+	}
+	return a
+}
+
+// ---- one account ----
+
+// statusBody is the status endpoint's answer (interface 4.3, CONTRACT §6).
+type statusBody struct {
+	Status                string    `json:"status"`
+	PlatformAccountNumber string    `json:"platform_account_number"`
+	LatestError           *apiError `json:"latest_error"`
+}
+
+func (p *pusher) handle(ctx context.Context, a account) result {
+	id := a.id()
+	if a.bad != "" {
+		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "parse_error",
+			Attr: "non_field_errors", Detail: a.bad}}}
+	}
+	log := p.log.With("account", id)
+	res := p.run(ctx, a, id, log)
+	switch res.outcome {
+	case outcomeFailed, outcomeInterrupted:
+		log.WarnContext(ctx, "account not created", "outcome", res.outcome, "code", res.rows[0].Code, "detail", res.rows[0].Detail)
+	default:
+		log.DebugContext(ctx, "account done", "outcome", res.outcome)
+	}
+	return res
+}
+
+func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger) result {
+	identified := a.supplier != "" && a.external != ""
+	if identified {
+		// Resume: skip what is done, follow what is running.
+		st, found, resp, err := p.status(ctx, a)
+		switch {
+		case err != nil:
+			return fromErr(id, err)
+		case resp != nil:
+			return fromResponse(id, outcomeFailed, resp)
+		case found && st.Status == "COMPLETED":
+			return p.completed(ctx, a, outcomeSkippedCompleted, st.PlatformAccountNumber, "")
+		case found && st.Status == "IN_PROGRESS":
+			log.InfoContext(ctx, "already in progress, following it")
+			return p.poll(ctx, a, 500*time.Millisecond)
+		}
+	}
+
+	resp, err := p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/validate-account/", body: a.raw})
+	if err != nil {
+		return fromErr(id, err)
+	}
+	if resp.Status != http.StatusOK {
+		return fromResponse(id, outcomeFailed, resp)
+	}
+	if !identified {
+		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "required",
+			Attr: "external_account_number", Detail: "import_supplier and external_account_number are needed to stage the account."}}}
+	}
+
+	resp, err = p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/account-import-process/create-or-update/", body: a.raw})
+	if err != nil {
+		return fromErr(id, err)
+	}
+	switch e := resp.apiErr(); {
+	case resp.Status == http.StatusOK || resp.Status == http.StatusCreated:
+	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
+		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
+	case resp.Status == http.StatusBadRequest && e.Code == "account_import_in_progress":
+		return p.poll(ctx, a, 500*time.Millisecond)
+	default:
+		return fromResponse(id, outcomeFailed, resp)
+	}
+
+	body, err := json.Marshal(map[string]any{"external_account_number": a.external, "import_supplier_code": a.supplier,
+		"operations_team_name": p.o.team, "dry_run": p.o.dryRun})
+	if err != nil {
+		return fromErr(id, fmt.Errorf("encode create request: %w", err))
+	}
+	resp, err = p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/account-import-process/process/", body: body})
+	if err != nil {
+		return fromErr(id, err)
+	}
+	switch e := resp.apiErr(); {
+	case resp.Status == http.StatusCreated:
+		var out struct {
+			PlatformAccountNumber string `json:"platform_account_number"`
+		}
+		if err := json.Unmarshal(resp.Body, &out); err != nil {
+			return fromErr(id, fmt.Errorf("decode create answer: %w", err))
+		}
+		return p.completed(ctx, a, outcomeCompleted, out.PlatformAccountNumber, "")
+	case resp.Status == http.StatusAccepted:
+		return p.poll(ctx, a, retryAfter(resp.Header, time.Second))
+	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
+		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
+	case resp.Status == http.StatusBadRequest && e.Code == "dry_run_rolled_back":
+		return result{outcome: outcomeDryRunOK, rows: []row{{External: id, Outcome: outcomeDryRunOK, Code: e.Code, Detail: e.Detail}}}
+	}
+	return fromResponse(id, outcomeFailed, resp)
+}
+
+func (p *pusher) statusPath(a account) string {
+	return apiPrefix + "/account-transfer-status/" + url.PathEscape(a.supplier) + "/" + url.PathEscape(a.external) + "/"
+}
+
+// status returns the account's import status; found is false on 404 (never
+// staged). resp is set for any other unexpected answer.
+func (p *pusher) status(ctx context.Context, a account) (st statusBody, found bool, resp *response, err error) {
+	r, err := p.api.do(ctx, request{method: http.MethodGet, path: p.statusPath(a)})
+	switch {
+	case err != nil:
+		return st, false, nil, err
+	case r.Status == http.StatusNotFound:
+		return st, false, nil, nil
+	case r.Status != http.StatusOK:
+		return st, false, r, nil
+	}
+	if err := json.Unmarshal(r.Body, &st); err != nil {
+		return st, false, nil, fmt.Errorf("decode status of %s: %w", a.external, err)
+	}
+	return st, true, nil, nil
+}
+
+// poll follows an account in progress until COMPLETED or UNKNOWN, waiting
+// first, then backing off to one look every 5s.
+func (p *pusher) poll(ctx context.Context, a account, wait time.Duration) result {
+	id := a.id()
+	deadline := time.Now().Add(p.o.pollTimeout)
+	for {
+		if err := sleep(ctx, nil, wait); err != nil {
+			return fromErr(id, err)
+		}
+		st, found, resp, err := p.status(ctx, a)
+		switch {
+		case err != nil:
+			return fromErr(id, err)
+		case resp != nil:
+			return fromResponse(id, outcomeFailed, resp)
+		case !found:
+			return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "not_found",
+				Detail: "The status endpoint no longer knows this account."}}}
+		case st.Status == "COMPLETED":
+			return p.completed(ctx, a, outcomeCompleted, st.PlatformAccountNumber, "")
+		case st.Status == "UNKNOWN" && p.o.dryRun:
+			// The status endpoint does not say how a dry run ended.
+			r := row{External: id, Outcome: outcomeDryRunUnconfirmed, Detail: "Dry run finished after a 202; its result is not reported by the status endpoint."}
+			if st.LatestError != nil {
+				r.Code, r.Detail = st.LatestError.Code, "latest_error (may be from an earlier attempt): "+st.LatestError.Detail
+			}
+			return result{outcome: outcomeDryRunUnconfirmed, rows: []row{r}}
+		case st.Status == "UNKNOWN":
+			if st.LatestError == nil {
+				return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "import_failed",
+					Detail: "Creation ended without an account and without an error; rerun to retry."}}}
+			}
+			return result{outcome: outcomeFailed, rows: errorRows(id, outcomeFailed, *st.LatestError)}
+		}
+		if time.Now().After(deadline) {
+			return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "account_import_in_progress",
+				Detail: fmt.Sprintf("Still in progress after %s; rerun to follow it.", p.o.pollTimeout)}}}
+		}
+		wait = min(wait*3/2+250*time.Millisecond, 5*time.Second)
+	}
+}
+
+// completed is the result of an account that exists, with its post-import
+// data sent when asked (again on a rerun: those endpoints are idempotent).
+func (p *pusher) completed(ctx context.Context, a account, outcome, platform, detail string) result {
+	res := result{outcome: outcome, rows: []row{{External: a.id(), Outcome: outcome, Platform: platform, Detail: detail}}}
+	if p.o.postImport != "" && !p.o.dryRun {
+		sent, failures, fatal := p.sendPostImport(ctx, a)
+		if sent != "" {
+			res.rows[0].Detail = strings.TrimPrefix(res.rows[0].Detail+"; post-import: "+sent, "; ")
+		}
+		res.rows = append(res.rows, failures...)
+		res.fatal = fatal
+	}
+	return res
+}
+
+// fromErr turns an error without an answer into a result.
+func fromErr(id string, err error) result {
+	switch {
+	case errors.Is(err, errStopped), errors.Is(err, context.Canceled):
+		return result{outcome: outcomeInterrupted, rows: []row{{External: id, Outcome: outcomeInterrupted, Code: "interrupted",
+			Detail: "Stopped before it finished; rerun to resume."}}}
+	case errors.Is(err, errAuth):
+		return result{outcome: outcomeFailed, fatal: err, rows: []row{{External: id, Outcome: outcomeFailed, Code: "authentication_failed", Detail: err.Error()}}}
+	}
+	return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "request_failed", Detail: err.Error()}}}
+}
+
+// fromResponse turns an error answer into a result: one row per field error.
+// A 401 that survived a token renewal stops the run.
+func fromResponse(id, outcome string, resp *response) result {
+	e := resp.apiErr()
+	res := result{outcome: outcome, rows: errorRows(id, outcome, e)}
+	if resp.Status == http.StatusUnauthorized {
+		res.fatal = fmt.Errorf("HTTP 401 %s: %s: %w", e.Code, e.Detail, errAuth)
+	}
+	return res
+}
+
+func errorRows(id, outcome string, e apiError) []row {
+	if len(e.Errors) == 0 {
+		return []row{{External: id, Outcome: outcome, Code: e.Code, Detail: e.Detail}}
+	}
+	rows := make([]row, 0, len(e.Errors))
+	for _, fe := range e.Errors {
+		rows = append(rows, row{External: id, Outcome: outcome, Code: fe.Code, Attr: fe.Attr, Detail: fe.Detail})
+	}
+	return rows
+}
+
+// ---- progress ----
+
+// bar is a progress bar on stderr, or nothing when stderr is not a terminal
+// or --quiet is given.
+type bar struct {
+	pb *progressbar.ProgressBar
+	w  io.Writer
+}
+
+func (c *cli) newBar(file string) bar {
+	if c.quiet || !c.stderrTTY {
+		return bar{}
+	}
+	total, err := countRecords(file)
+	if err != nil {
+		c.log.Warn("cannot count the accounts; no ETA", "err", err)
+		total = -1
+	}
+	return bar{w: c.stderr, pb: progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(c.stderr),
+		progressbar.OptionSetDescription("accounts"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("acc"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetWidth(30),
+	)}
+}
+
+func (b bar) add() {
+	if b.pb != nil {
+		_ = b.pb.Add(1)
+	}
+}
+
+func (b bar) finish() {
+	if b.pb != nil {
+		_ = b.pb.Exit()
+		fmt.Fprintln(b.w)
+	}
+}
+
+// countRecords counts the non-blank lines of the file, streaming.
+func countRecords(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("count accounts: %w", err)
+	}
+	defer f.Close()
+	var n int64
+	blank := true
+	buf := make([]byte, 256<<10)
+	for {
+		k, err := f.Read(buf)
+		for _, b := range buf[:k] {
+			switch b {
+			case '\n':
+				if !blank {
+					n++
+				}
+				blank = true
+			case ' ', '\t', '\r':
+			default:
+				blank = false
+			}
+		}
+		if err == io.EOF {
+			if !blank {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("count accounts: %w", err)
+		}
+	}
+}

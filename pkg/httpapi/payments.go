@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/payments"
+	"github.com/gridshift/dataimport/pkg/postgres"
+)
+
+// PaymentStore is what the payment-instruction endpoint needs from the database.
+type PaymentStore interface {
+	ActivePaymentInstruction(ctx context.Context, accountID int64) (dataimport.PaymentInstruction, bool, error)
+	AddPaymentInstruction(ctx context.Context, pi dataimport.PaymentInstruction) (dataimport.PaymentInstruction, bool, error)
+}
+
+// PaymentVendors is the registry of configured payment vendors
+// (*payments.Registry). Each vendor already carries the retry and
+// circuit-breaker semantics (payments.Resilient).
+type PaymentVendors interface {
+	Vendor(name string) (payments.Vendor, bool)
+	Names() []string
+}
+
+// createPaymentInstruction serves POST /payment-instruction/create/
+// (interface 4.2, CONTRACT §7): the account must be imported; the vendor
+// confirms the reference and gives its details; the instruction becomes the
+// account's one active instruction. Asking again for the active one is a
+// safe retry (201, nothing added, the vendor not asked again).
+func (s *Server) createPaymentInstruction(c *gin.Context) {
+	ctx := c.Request.Context()
+	var vendors []string
+	if s.deps.Vendors != nil {
+		vendors = s.deps.Vendors.Names()
+	}
+	req, err := dataimport.Decode(requestBody(c), dataimport.CodeInvalidPayload, "The request body is invalid.",
+		dataimport.PaymentInstructionValidator(vendors))
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	_, acc, ok := s.importedAccount(c, req.ImportSupplier, req.ExternalAccountNumber)
+	if !ok {
+		return
+	}
+	want := dataimport.PaymentInstruction{AccountID: acc.ID, Vendor: req.Vendor, Reference: req.Reference, Type: req.Type}
+	active, found, err := s.deps.Store.ActivePaymentInstruction(ctx, acc.ID)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if found {
+		if active.SameAs(want) {
+			paymentInstructionCreated(c, acc, active)
+			return
+		}
+		renderError(c, dataimport.ErrAccountHasActiveInstruction(active))
+		return
+	}
+	vendor, ok := s.deps.Vendors.Vendor(req.Vendor) // the validator accepted only configured names
+	if !ok {
+		abortWithError(c, errors.New("payment vendor "+req.Vendor+" vanished from the registry"))
+		return
+	}
+	details, err := vendor.Verify(ctx, req.Type, req.Reference)
+	if err != nil {
+		abortWithError(c, vendorFailure(c, req, err))
+		return
+	}
+	want.Details = details
+	stored, _, err := s.deps.Store.AddPaymentInstruction(ctx, want)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	paymentInstructionCreated(c, acc, stored)
+}
+
+func paymentInstructionCreated(c *gin.Context, acc postgres.ImportedAccount, pi dataimport.PaymentInstruction) {
+	c.JSON(http.StatusCreated, gin.H{"platform_account_number": acc.PlatformAccountNumber, "reference": pi.Reference})
+}
+
+// vendorFailure maps a classified vendor failure to the interface's answers:
+// the reference is not there or not usable → 400; the vendor failing
+// persistently (breaker open, credentials refused) → 400 with the four
+// fields that tell partners not to retry unchanged; still failing after the
+// in-request retries → 500 server_error, to be retried as is.
+func vendorFailure(c *gin.Context, req *dataimport.PaymentInstructionRequest, err error) error {
+	var pe *payments.Error
+	if !errors.As(err, &pe) {
+		return err // unexpected: logged and answered 500 by abortWithError
+	}
+	switch pe.Kind {
+	case payments.KindNotFound:
+		return dataimport.Errorf(dataimport.CodePaymentInstructionNotFound, "%s", pe.Reason)
+	case payments.KindRejected:
+		return dataimport.Errorf(dataimport.CodePaymentInstructionRejected, "%s", pe.Reason)
+	case payments.KindPersistent:
+		logger(c).WarnContext(c.Request.Context(), "payment vendor failing persistently", "vendor", req.Vendor, "err", err.Error())
+		return &dataimport.Error{Code: dataimport.CodePaymentVendorUnavailable,
+			Detail: "The payment vendor cannot be used at the moment. Do not retry this request unchanged.",
+			Extra: map[string]any{
+				"error_detail":            pe.Reason,
+				"external_account_number": req.ExternalAccountNumber,
+				"import_supplier":         req.ImportSupplier,
+				"reference":               req.Reference,
+			}}
+	}
+	logger(c).WarnContext(c.Request.Context(), "payment vendor failed after retries", "vendor", req.Vendor, "err", err.Error())
+	return dataimport.Errorf(dataimport.CodeServerError, "The payment vendor did not answer in time. Retry the request as it is.")
+}
