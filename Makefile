@@ -6,8 +6,15 @@ PKGS  := ./...
 # fail spuriously at its deadline on Go 1.26 (golang/go#75804).
 # Longer runs: make fuzz FUZZTIME=2000000x
 FUZZTIME ?= 40000x
+# Count of the HTTP fuzz target (a real request per input, so its own count).
+FUZZTIME_HTTP ?= 2000x
+# make soak: each fault/overload test SOAK_COUNT times, then fuzzing this long.
+SOAK_COUNT ?= 5
+SOAK_FUZZTIME ?= 500000x
+SOAK_FUZZTIME_HTTP ?= 50000x
+SOAK_TESTS := TestPostgresRestartMidBatch|TestRedisRestartMidBatch|TestRedisFlushallMidBatch|TestWorkerSIGKILLMidBatch|TestAPIKilledWithCreatesWaiting|TestConcurrencyLimit
 
-.PHONY: build run test test-go bench fuzz fuzz-ci lint fmt services-up services-down clean
+.PHONY: build run test test-go soak bench fuzz fuzz-ci lint fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -23,6 +30,14 @@ test:
 	  $(MAKE) --no-print-directory test-go fuzz-ci; \
 	  deploy/local/summary.sh "$$DATAIMPORT_TEST_SUMMARY"
 
+## soak: the fault and overload tests SOAK_COUNT times each, then long fuzzing; same summary as test
+soak:
+	@set -euo pipefail; eval "$$(deploy/local/services.sh up)"; \
+	  export TEST_DATABASE_URL="$$DATABASE_URL" DATAIMPORT_TEST_SUMMARY="$$(mktemp)"; \
+	  $(GO) test -count=$(SOAK_COUNT) -timeout $$(( $(SOAK_COUNT) * 10 + 5 ))m -run '^($(SOAK_TESTS))$$' ./pkg/app; \
+	  $(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME) FUZZTIME_HTTP=$(SOAK_FUZZTIME_HTTP); \
+	  deploy/local/summary.sh "$$DATAIMPORT_TEST_SUMMARY"
+
 test-go: lint
 	$(GO) test -count=1 -timeout 12m $(PKGS)
 
@@ -30,13 +45,15 @@ test-go: lint
 bench: build
 	@deploy/local/bench.sh
 
-# package:target of every fuzz target; each runs FUZZTIME in make test.
-FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions
+# package:target[:count] of every fuzz target; each runs its count, else FUZZTIME, in make test.
+FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP)
 
-## fuzz: run each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m)
+## fuzz: run each fuzz target for its count (make fuzz FUZZTIME=2000000x FUZZTIME_HTTP=50000x)
 fuzz fuzz-ci:
-	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
-	  out=$$($(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+	@set -euo pipefail; \
+	if [ -z "$${TEST_DATABASE_URL:-}" ]; then eval "$$(deploy/local/services.sh up)"; export TEST_DATABASE_URL="$$DATABASE_URL"; fi; \
+	for t in $(FUZZ_TARGETS); do IFS=: read -r pkg fn count <<< "$$t"; count=$${count:-$(FUZZTIME)}; \
+	  out=$$($(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $$count $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
 	  n=$$(echo "$$out" | sed -n 's/.*execs: \([0-9]*\).*/\1/p' | tail -1); \
 	  echo "fuzz $$fn: $${n:-0} inputs, no failure"; \
 	  if [ -n "$${DATAIMPORT_TEST_SUMMARY:-}" ]; then printf 'bad inputs tried\t%s\n' "$${n:-0}" >> "$$DATAIMPORT_TEST_SUMMARY"; fi; \

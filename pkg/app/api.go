@@ -24,7 +24,7 @@ import (
 type API struct {
 	Handler  http.Handler
 	DB       *postgres.DB
-	Redis    *goredis.Client
+	Redis    goredis.UniversalClient
 	Registry *prometheus.Registry
 	queue    *queue.Client
 	stop     context.CancelFunc
@@ -37,6 +37,15 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		return nil, err
 	}
 	db, rdb := c.db, c.rdb
+	ready := map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}}
+	if cfg.DatabaseReadURL != "" {
+		// Status and list reads go to the replica (only the api serves them).
+		if err := db.UseReadReplica(ctx, cfg.DatabaseReadURL); err != nil {
+			c.close()
+			return nil, err
+		}
+		ready["postgres_replica"] = db.ReadReplica()
+	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop}
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
@@ -64,7 +73,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Schema:   schema,
 		Creator:  queue.Coordinator{Client: a.queue, Semaphore: queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease), Notifier: notifier},
 		Throttle: redis.NewFailureThrottle(rdb, "throttle:login:", 10),
-		Ready:    map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
+		Ready:    ready,
 		Logger:   log,
 		Registry: a.Registry,
 		Vendors:  paymentVendors(cfg, log),

@@ -22,7 +22,7 @@ import (
 // conns are the connections every process opens.
 type conns struct {
 	db       *postgres.DB
-	rdb      *goredis.Client
+	rdb      goredis.UniversalClient
 	redisOpt asynq.RedisConnOpt
 }
 
@@ -31,16 +31,10 @@ func connect(ctx context.Context, cfg config.Config) (conns, error) {
 	if err != nil {
 		return conns{}, err
 	}
-	rdb, err := redis.Open(ctx, cfg.RedisURL)
+	rdb, opt, err := redis.Connect(ctx, cfg) // REDIS_URL, Sentinel or Cluster
 	if err != nil {
 		_ = db.Close()
 		return conns{}, err
-	}
-	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		_ = db.Close()
-		_ = rdb.Close()
-		return conns{}, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return conns{db: db, rdb: rdb, redisOpt: opt}, nil
 }

@@ -27,7 +27,7 @@ import (
 // the reconciler.
 type Worker struct {
 	DB         *postgres.DB
-	Redis      *goredis.Client
+	Redis      goredis.UniversalClient
 	Registry   *prometheus.Registry
 	Probes     http.Handler
 	server     *asynq.Server
@@ -66,7 +66,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
-		// An idle worker checks for work this often; 100 ms keeps partner
+		// An idle worker checks for work this often; 20 ms keeps partner
 		// latency low for a few Redis commands a second per replica.
 		TaskCheckInterval:        cfg.WorkerPoll,
 		DelayedTaskCheckInterval: time.Second,

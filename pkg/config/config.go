@@ -3,7 +3,10 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -14,6 +17,7 @@ import (
 type Config struct {
 	DatabaseURL       string        `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/dataimport?sslmode=disable"`
 	RedisURL          string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
+	DatabaseReadURL   string        `env:"DATABASE_READ_URL"` // empty: status and list reads go to DATABASE_URL
 	HTTPAddr          string        `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	WorkerHTTPAddr    string        `env:"WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY"`
@@ -22,7 +26,7 @@ type Config struct {
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
 	ProcessWait       time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
 	SlotLease         time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
-	WorkerPoll        time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"100ms"`
+	WorkerPoll        time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"20ms"`
 	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
 	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
 	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
@@ -35,6 +39,15 @@ type Config struct {
 	PprofAddr         string        `env:"PPROF_ADDR"` // empty: profiler off
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
 	TrustedProxies    []string      `env:"TRUSTED_PROXIES" envSeparator:","`
+
+	// Redis topology: REDIS_URL (one server, the default), or Sentinel, or
+	// Cluster; Load accepts exactly one. REDIS_PASSWORD is the data nodes'
+	// password for Sentinel and Cluster (with REDIS_URL it goes in the URL).
+	RedisSentinelAddrs    []string `env:"REDIS_SENTINEL_ADDRS" envSeparator:","`
+	RedisSentinelMaster   string   `env:"REDIS_SENTINEL_MASTER"`
+	RedisSentinelPassword string   `env:"REDIS_SENTINEL_PASSWORD"`
+	RedisClusterAddrs     []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:","`
+	RedisPassword         string   `env:"REDIS_PASSWORD"`
 
 	MaxBodyBytes int64 `env:"-"`
 }
@@ -56,5 +69,75 @@ func Load() (Config, error) {
 	if c.TokenTTL <= 0 {
 		return c, fmt.Errorf("config: TOKEN_TTL must be positive")
 	}
+	c.RedisSentinelAddrs, c.RedisClusterAddrs = cleanList(c.RedisSentinelAddrs), cleanList(c.RedisClusterAddrs)
+	if err := c.checkRedisTopology(os.Getenv("REDIS_URL") != ""); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// Redis topologies, as RedisTopology names them.
+const (
+	RedisSingle   = "single"
+	RedisSentinel = "sentinel"
+	RedisCluster  = "cluster"
+)
+
+// RedisTopology says which Redis the configuration names: Sentinel when
+// REDIS_SENTINEL_ADDRS is set, Cluster when REDIS_CLUSTER_ADDRS is, else the
+// one server at REDIS_URL.
+func (c Config) RedisTopology() string {
+	switch {
+	case len(c.RedisSentinelAddrs) > 0:
+		return RedisSentinel
+	case len(c.RedisClusterAddrs) > 0:
+		return RedisCluster
+	}
+	return RedisSingle
+}
+
+// checkRedisTopology requires exactly one topology. REDIS_URL has a default,
+// so it counts as chosen only when urlSet (the variable is set and not empty).
+func (c Config) checkRedisTopology(urlSet bool) error {
+	var set []string
+	if urlSet {
+		set = append(set, "REDIS_URL")
+	}
+	if len(c.RedisSentinelAddrs) > 0 {
+		set = append(set, "REDIS_SENTINEL_ADDRS")
+	}
+	if len(c.RedisClusterAddrs) > 0 {
+		set = append(set, "REDIS_CLUSTER_ADDRS")
+	}
+	if len(set) > 1 {
+		return fmt.Errorf("config: %s are set; set exactly one Redis topology: REDIS_URL (one server), "+
+			"REDIS_SENTINEL_ADDRS with REDIS_SENTINEL_MASTER (Sentinel) or REDIS_CLUSTER_ADDRS (Cluster)", strings.Join(set, " and "))
+	}
+	sentinel := len(c.RedisSentinelAddrs) > 0
+	if sentinel != (c.RedisSentinelMaster != "") {
+		return fmt.Errorf("config: REDIS_SENTINEL_ADDRS and REDIS_SENTINEL_MASTER go together: set both for Sentinel, or neither")
+	}
+	if !sentinel && c.RedisSentinelPassword != "" {
+		return fmt.Errorf("config: REDIS_SENTINEL_PASSWORD is set without REDIS_SENTINEL_ADDRS")
+	}
+	if c.RedisTopology() == RedisSingle && c.RedisPassword != "" {
+		return fmt.Errorf("config: REDIS_PASSWORD is for Sentinel and Cluster; with REDIS_URL put the password in the URL (redis://:password@host:6379/0)")
+	}
+	for _, a := range append(append([]string{}, c.RedisSentinelAddrs...), c.RedisClusterAddrs...) {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return fmt.Errorf("config: Redis address %q: want host:port", a)
+		}
+	}
+	return nil
+}
+
+// cleanList drops blanks around and between comma-separated entries.
+func cleanList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

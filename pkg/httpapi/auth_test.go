@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -215,5 +216,24 @@ func TestAPIKeysStoredHashed(t *testing.T) {
 	// Neither the key nor the token appear in the logs.
 	if strings.Contains(st.Logs.String(), secret) || strings.Contains(st.Logs.String(), ten.Token) {
 		t.Fatal("a secret was written to the logs")
+	}
+}
+
+// Guesses packed into one request under aliases count one by one.
+func TestObtainTokenAliasesCountEachGuess(t *testing.T) {
+	st := testutil.NewStack(t)
+	st.Supplier("ACME")
+	ten := st.Tenant("Acme Partner", "ACME")
+	var q strings.Builder
+	q.WriteString("mutation {")
+	for i := range 12 {
+		fmt.Fprintf(&q, ` g%d: obtainToken(input: {APIKey: "dik_bad_%d"}) { token }`, i, i)
+	}
+	q.WriteString(" }")
+	if r := st.GraphQL(q.String(), nil); r.Status != http.StatusOK {
+		t.Fatalf("aliased guesses: %d %s", r.Status, r.Body)
+	}
+	if r := st.GraphQL(obtainByKey, map[string]any{"k": ten.APIKey}); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("after 12 guesses in one request the client got %d", r.Status)
 	}
 }

@@ -84,14 +84,17 @@ func (s *Server) createAccount(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	attempt := proc.Attempt
+	// Watch before starting, so that even a job that finishes at once wakes us.
+	wake, stop := s.deps.Creator.Watch(proc.ID)
+	defer stop()
+	attempt, started := proc.Attempt, false
 	if proc.Status != dataimport.StatusInProgress {
 		var ok bool
-		if attempt, ok = s.startAttempt(c, sup, proc, team.ID, req.DryRun != nil && *req.DryRun); !ok {
+		if attempt, started, ok = s.startAttempt(c, sup, proc, team.ID, req.DryRun != nil && *req.DryRun); !ok {
 			return
 		}
 	}
-	s.awaitOutcome(c, sup, proc, attempt)
+	s.awaitOutcome(c, sup, proc, attempt, wake, started)
 }
 
 func refuseCreate(p dataimport.ImportProcess) error {
@@ -107,21 +110,22 @@ func refuseCreate(p dataimport.ImportProcess) error {
 // startAttempt takes a concurrency slot, moves the process to IN_PROGRESS
 // and enqueues its job. Racing requests for one account share one slot (the
 // holder is the account) and one attempt (the conditional update picks one).
-func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, teamID int64, dryRun bool) (int, bool) {
+// It returns the attempt to wait for and whether this request started it.
+func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, teamID int64, dryRun bool) (attempt int, started, ok bool) {
 	ctx := c.Request.Context()
 	limit, on, err := s.deps.Store.ConcurrencyLimit(ctx)
 	if err != nil {
 		abortWithError(c, err)
-		return 0, false
+		return 0, false, false
 	}
 	if !on {
 		limit = 0
 	}
 	holder := queue.SlotHolder(proc.ID)
-	ok, err := s.deps.Creator.Acquire(ctx, holder, limit)
+	ok, err = s.deps.Creator.Acquire(ctx, holder, limit)
 	if err != nil {
 		abortWithError(c, err)
-		return 0, false
+		return 0, false, false
 	}
 	if !ok {
 		// Slots free as soon as jobs finish (typically well under a
@@ -129,25 +133,25 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 		s.metrics.throttled.Inc()
 		renderError(c, &dataimport.Error{Code: dataimport.CodeConcurrencyLimitExceeded, RetryAfterSeconds: retryAfterLimit,
 			Detail: "Too many accounts are being created at once. Retry after other accounts finish processing."})
-		return 0, false
+		return 0, false, false
 	}
-	attempt, started, err := s.deps.Store.StartAttempt(ctx, proc.ID, teamID, dryRun)
+	attempt, started, err = s.deps.Store.StartAttempt(ctx, proc.ID, teamID, dryRun)
 	if err != nil {
 		abortWithError(c, err)
-		return 0, false
+		return 0, false, false
 	}
 	if !started {
 		// Another request got there first: join its attempt.
 		cur, err := s.deps.Store.Process(ctx, sup.ID, proc.ExternalAccountNumber)
 		if err != nil {
 			abortWithError(c, err)
-			return 0, false
+			return 0, false, false
 		}
 		if err := refuseCreate(cur); err != nil {
 			abortWithError(c, err)
-			return 0, false
+			return 0, false, false
 		}
-		return cur.Attempt, true
+		return cur.Attempt, false, true
 	}
 	task := queue.CreateAccount{ProcessID: proc.ID, SupplierID: sup.ID, ExternalAccountNumber: proc.ExternalAccountNumber, Attempt: attempt, DryRun: dryRun}
 	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
@@ -156,34 +160,36 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 		_ = s.deps.Store.AbandonAttempt(bg, proc.ID, attempt)
 		_ = s.deps.Creator.Release(bg, holder)
 		abortWithError(c, err)
-		return 0, false
+		return 0, false, false
 	}
-	return attempt, true
+	return attempt, true, true
 }
 
 // awaitOutcome waits for the attempt's recorded outcome: woken by the
-// notifier, and polling Postgres as a fallback in case a signal is lost.
-func (s *Server) awaitOutcome(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, attempt int) {
+// notifier, and polling Postgres as a fallback in case a signal is lost. An
+// attempt this request just started cannot have ended yet, so the first look
+// waits for a signal.
+func (s *Server) awaitOutcome(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, attempt int, wake <-chan struct{}, fresh bool) {
 	ctx := c.Request.Context()
 	if strings.Contains(strings.ToLower(c.GetHeader("Prefer")), "respond-async") {
 		s.accepted(c, sup, proc)
 		return
 	}
-	wake, stop := s.deps.Creator.Watch(proc.ID)
-	defer stop()
 	deadline := time.NewTimer(s.cfg.ProcessWait)
 	defer deadline.Stop()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
-	for {
-		o, err := s.deps.Store.Outcome(ctx, proc.ID, attempt)
-		switch {
-		case err == nil:
-			s.respondOutcome(c, proc, o)
-			return
-		case !errors.Is(err, postgres.ErrAttemptRunning):
-			abortWithError(c, err)
-			return
+	for look := !fresh; ; look = true {
+		if look {
+			o, err := s.deps.Store.Outcome(ctx, proc.ID, attempt)
+			if err == nil {
+				s.respondOutcome(c, proc, o)
+				return
+			}
+			if !errors.Is(err, postgres.ErrAttemptRunning) {
+				abortWithError(c, err)
+				return
+			}
 		}
 		select {
 		case <-wake:

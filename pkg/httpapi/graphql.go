@@ -45,12 +45,17 @@ func (s *Server) graphql(c *gin.Context) {
 		return
 	}
 	resp := s.deps.Schema.Exec(ctx, req.Query, req.OperationName, req.Variables)
+	// Every failed guess counts, also those packed into one request under
+	// aliases: a query full of obtainToken calls buys one long lock-out.
+	failures := 0
 	for _, e := range resp.Errors {
-		if loginFailureCodes[e.Extensions["errorCode"]] && s.deps.Throttle != nil {
-			if err := s.deps.Throttle.Failed(ctx, client); err != nil {
-				logger(c).WarnContext(ctx, "login throttle unavailable", "err", err.Error())
-			}
-			break
+		if loginFailureCodes[e.Extensions["errorCode"]] {
+			failures++
+		}
+	}
+	if failures > 0 && s.deps.Throttle != nil {
+		if err := s.deps.Throttle.Failed(ctx, client, failures); err != nil {
+			logger(c).WarnContext(ctx, "login throttle unavailable", "err", err.Error())
 		}
 	}
 	c.JSON(http.StatusOK, resp)

@@ -20,3 +20,11 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.POST("/transactions/create/", s.createTransactions)
 	g.POST("/historical-statements/create/", s.createHistoricalStatements)
 }
+
+// publicRoutes are served without authentication: the OpenAPI document of
+// the routes above and the documentation page that renders it.
+func (s *Server) publicRoutes(e *gin.Engine) {
+	e.GET(OpenAPIPath, serveOpenAPI)
+	e.GET("/docs", serveDocsPage)
+	e.GET("/docs/:asset", serveDocsAsset)
+}

@@ -42,7 +42,7 @@ type Store interface {
 // Throttle slows down repeated failed logins per client.
 type Throttle interface {
 	Blocked(ctx context.Context, key string) (bool, time.Duration, error)
-	Failed(ctx context.Context, key string) error
+	Failed(ctx context.Context, key string, n int) error
 }
 
 // Pinger is a dependency /readyz checks.
@@ -109,6 +109,7 @@ func New(cfg Config, deps Deps) *Server {
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(deps.Ready))
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})))
+	s.publicRoutes(e)
 
 	body := bodyRules(cfg.MaxBodyBytes)
 	e.POST("/v1/graphql/", body, s.graphql)
@@ -122,7 +123,7 @@ func New(cfg Config, deps Deps) *Server {
 // ServeHTTP adds the trailing slash partners often forget before routing,
 // rather than redirecting a POST.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasSuffix(r.URL.Path, "/") {
+	if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasSuffix(r.URL.Path, "/") && r.URL.Path != OpenAPIPath {
 		r.URL.Path += "/"
 		if r.URL.RawPath != "" {
 			r.URL.RawPath += "/"

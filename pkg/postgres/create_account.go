@@ -145,24 +145,20 @@ func insertAccount(tx *gorm.DB, in CreationInput, proc processRow) (CreationResu
 	if err := insertNotes(tx, accountID, notes, in.Now); err != nil {
 		return CreationResult{}, err
 	}
-	if err := tx.Exec(`UPDATE accounts SET balance = transfer_balance +
-			COALESCE((SELECT sum(balance_effect) FROM account_transactions WHERE account_id = ?), 0) WHERE id = ?`,
-		accountID, accountID).Error; err != nil {
-		return CreationResult{}, fmt.Errorf("set balance: %w", err)
-	}
 	var emailIDs []int64
 	if in.Supplier.WelcomeEmail && !in.DryRun {
 		if emailIDs, err = insertWelcomeEmails(tx, accountID, a.Customers, customerIDs); err != nil {
 			return CreationResult{}, err
 		}
 	}
-	if err := tx.Exec(`UPDATE import_processes SET status = 'COMPLETED', platform_account_number = ?, account_created_at = ?,
-			latest_error = NULL, dry_run = false, modified_at = now() WHERE id = ?`, number, in.Now, proc.ID).Error; err != nil {
+	// Complete the process and record the attempt in one round trip.
+	if err := tx.Exec(`WITH done AS (
+			UPDATE import_processes SET status = 'COMPLETED', platform_account_number = ?, account_created_at = ?,
+			       latest_error = NULL, dry_run = false, modified_at = now()
+			 WHERE id = ? RETURNING id, attempt)
+		INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
+		SELECT id, attempt, 'COMPLETED', ? FROM done`, number, in.Now, proc.ID, number).Error; err != nil {
 		return CreationResult{}, fmt.Errorf("complete process: %w", err)
-	}
-	if err := tx.Exec(`INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number) VALUES (?, ?, 'COMPLETED', ?)`,
-		proc.ID, proc.Attempt, number).Error; err != nil {
-		return CreationResult{}, fmt.Errorf("record attempt: %w", err)
 	}
 	return CreationResult{AccountID: accountID, PlatformAccountNumber: number, WelcomeEmailIDs: emailIDs}, nil
 }
@@ -179,6 +175,17 @@ func accountDetails(a *dataimport.Account) ([]byte, error) {
 	return b, nil
 }
 
+// openingBalance is the account's balance once its opening transactions are
+// in: transfer_balance plus their effects, computed here so the account row
+// is written once.
+func openingBalance(a *dataimport.Account) decimal.Decimal {
+	b := a.OpeningBalance()
+	for i := range a.CurrentStatementTransactions {
+		b = b.Add(a.CurrentStatementTransactions[i].BalanceEffect())
+	}
+	return b
+}
+
 // insertAccountRow picks a random A-XXXXXXXX number; the unique constraint
 // decides collisions and we simply draw again.
 func insertAccountRow(tx *gorm.DB, in CreationInput, details []byte) (int64, string, error) {
@@ -190,10 +197,10 @@ func insertAccountRow(tx *gorm.DB, in CreationInput, details []byte) (int64, str
 		var ids []int64
 		err = tx.Raw(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number,
 				account_type, details, transfer_balance, balance, created_at)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, 0, ?)
+			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
 			ON CONFLICT (platform_account_number) DO NOTHING RETURNING id`,
 			number, in.Supplier.ID, in.ProcessID, in.Account.ExternalAccountNumber, string(in.Account.Type()),
-			string(details), in.Account.OpeningBalance(), in.Now).Scan(&ids).Error
+			string(details), in.Account.OpeningBalance(), openingBalance(in.Account), in.Now).Scan(&ids).Error
 		if err != nil {
 			return 0, "", fmt.Errorf("insert account: %w", err)
 		}

@@ -19,13 +19,29 @@ import (
 )
 
 // DB wraps the gorm handle; every store method hangs off it.
+//
+// readGorm/readSQL serve the reads partners poll (status, lists). They are
+// the primary's handles unless UseReadReplica pointed them at a replica;
+// everything else (staging, creation, post-import, operator commands, and
+// every read that must see its own writes) uses gorm/sql, the primary.
 type DB struct {
 	gorm *gorm.DB
 	sql  *sql.DB
+
+	readGorm *gorm.DB
+	readSQL  *sql.DB
 }
 
 // Open connects to dsn and verifies the connection.
 func Open(ctx context.Context, dsn string) (*DB, error) {
+	g, s, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{gorm: g, sql: s, readGorm: g, readSQL: s}, nil
+}
+
+func open(ctx context.Context, dsn string) (*gorm.DB, *sql.DB, error) {
 	g, err := gorm.Open(pgdriver.New(pgdriver.Config{DSN: dsn}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true, // we open transactions explicitly where they matter
@@ -33,11 +49,11 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s, err := g.DB()
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s.SetMaxOpenConns(40)
 	s.SetMaxIdleConns(20)
@@ -46,16 +62,55 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	defer cancel()
 	if err := s.PingContext(pctx); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("ping postgres: %w", err)
+		return nil, nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &DB{gorm: g, sql: s}, nil
+	return g, s, nil
 }
 
-// Close releases the pool.
-func (db *DB) Close() error { return db.sql.Close() }
+// UseReadReplica sends the status and list reads (ProcessForOrganisation,
+// EachProcess) to the Postgres at dsn (DATABASE_READ_URL), a streaming
+// replica of this database. Call it once, before serving.
+//
+// The trade-off is replica lag. A status read can trail the primary by the
+// replication delay (milliseconds when healthy): a status poll right after a
+// create may still say IN_PROGRESS, or 404 for an account staged a moment
+// ago, and a list may miss the newest rows. Partners poll anyway, so this is
+// harmless for them. Anything that must see its own writes stays on the
+// primary. A long streamed list on a hot standby can also be cancelled by
+// recovery conflicts (max_standby_streaming_delay); the partner then
+// retries the page.
+func (db *DB) UseReadReplica(ctx context.Context, dsn string) error {
+	g, s, err := open(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("DATABASE_READ_URL: %w", err)
+	}
+	db.readGorm, db.readSQL = g, s
+	return nil
+}
+
+// Close releases the pools.
+func (db *DB) Close() error {
+	err := db.sql.Close()
+	if db.readSQL != db.sql {
+		err = errors.Join(err, db.readSQL.Close())
+	}
+	return err
+}
 
 // Ping is used by /readyz.
 func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
+
+// ReadReplica is the replica's readiness check, or nil without a replica.
+func (db *DB) ReadReplica() interface{ Ping(context.Context) error } {
+	if db.readSQL == db.sql {
+		return nil
+	}
+	return replica{db.readSQL}
+}
+
+type replica struct{ s *sql.DB }
+
+func (r replica) Ping(ctx context.Context) error { return r.s.PingContext(ctx) }
 
 // Gorm exposes the handle to sibling packages' tests and tooling.
 func (db *DB) Gorm() *gorm.DB { return db.gorm }

@@ -27,6 +27,8 @@ type ListRecord struct {
 // starting after `after` (keyset pagination; "" for the start), at most limit
 // rows (0: no limit). Rows are handed to fn one at a time straight from the
 // wire, so memory does not grow with the list.
+// It reads from the read replica when one is configured (UseReadReplica), so
+// the newest rows may be missing for the replication delay.
 func (db *DB) EachProcess(ctx context.Context, supplierID int64, f ListFilter, after string, limit int, fn func(ListRecord) error) error {
 	q := `SELECT external_account_number, platform_account_number, account_created_at
 	        FROM import_processes
@@ -45,7 +47,7 @@ func (db *DB) EachProcess(ctx context.Context, supplierID int64, f ListFilter, a
 		q += ` LIMIT $3`
 		args = append(args, limit)
 	}
-	rows, err := db.sql.QueryContext(ctx, q, args...)
+	rows, err := db.readSQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("list import processes: %w", err)
 	}
@@ -59,7 +61,9 @@ func (db *DB) EachProcess(ctx context.Context, supplierID int64, f ListFilter, a
 		}
 		rec.PlatformAccountNumber, rec.AccountCreatedAt = nil, nil
 		if platform.Valid {
-			rec.PlatformAccountNumber = &platform.String
+			// A fresh string per row: callers may keep the record.
+			n := platform.String
+			rec.PlatformAccountNumber = &n
 		}
 		if created.Valid {
 			t := created.Time.UTC()

@@ -66,10 +66,13 @@ func (db *DB) Process(ctx context.Context, supplierID int64, external string) (d
 
 // ProcessForOrganisation loads a process by supplier code and external
 // number in one query, provided the organisation may act for the supplier:
-// the status read partners poll, kept to a single round trip.
+// the status read partners poll, kept to a single round trip. It reads from
+// the read replica when one is configured (see UseReadReplica: it may lag a
+// create by the replication delay), so it must not serve a read-your-writes
+// path; Process does, on the primary.
 func (db *DB) ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error) {
 	var rows []processRow
-	err := db.gorm.WithContext(ctx).Raw(`
+	err := db.readGorm.WithContext(ctx).Raw(`
 		SELECT p.* FROM import_processes p
 		  JOIN import_suppliers s ON s.id = p.supplier_id AND s.code = ?
 		  JOIN organisation_suppliers g ON g.supplier_id = s.id AND g.organisation_id = ?

@@ -18,8 +18,17 @@ import (
 //
 // One pattern subscription per API process fans signals out in memory, so a
 // thousand waiting requests cost one Redis connection, not a thousand.
+//
+// Topologies: under Sentinel the subscription follows the master, and a
+// failover breaks it, so Run subscribes again. Under Cluster, classic
+// PUBLISH is broadcast over the cluster bus to every node, so the one
+// PSUBSCRIBE (go-redis puts it on one node) hears publishes made on any node.
+// That broadcast costs cluster-bus traffic per signal, which is small here.
+// Sharded pub/sub (SPUBLISH/SSUBSCRIBE) would avoid it, but it has no pattern
+// form. If that node fails, the subscription breaks and Run subscribes again.
+// Signals lost meanwhile cost latency only, because waiters also poll.
 type Notifier struct {
-	rdb    *goredis.Client
+	rdb    goredis.UniversalClient
 	prefix string
 
 	mu      sync.Mutex
@@ -27,7 +36,7 @@ type Notifier struct {
 }
 
 // NewNotifier publishes and listens on channels named prefix+processID.
-func NewNotifier(rdb *goredis.Client, prefix string) *Notifier {
+func NewNotifier(rdb goredis.UniversalClient, prefix string) *Notifier {
 	return &Notifier{rdb: rdb, prefix: prefix, waiters: map[int64]map[chan struct{}]struct{}{}}
 }
 

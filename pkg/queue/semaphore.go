@@ -31,7 +31,7 @@ const (
 // so a change applies at once on every replica. A Semaphore is safe for
 // concurrent use.
 type Semaphore struct {
-	c       *goredis.Client
+	c       goredis.UniversalClient
 	key     string
 	leaseMS int64
 }
@@ -39,7 +39,7 @@ type Semaphore struct {
 // NewSemaphore returns a semaphore on the sorted set key (used as given:
 // callers prefix it) whose slots expire lease after they were last acquired
 // or renewed. It panics if lease is shorter than a millisecond.
-func NewSemaphore(c *goredis.Client, key string, lease time.Duration) *Semaphore {
+func NewSemaphore(c goredis.UniversalClient, key string, lease time.Duration) *Semaphore {
 	if lease < time.Millisecond {
 		panic(fmt.Sprintf("queue: semaphore lease %v is shorter than 1ms", lease))
 	}

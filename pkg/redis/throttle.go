@@ -20,7 +20,7 @@ type FailureThrottle struct {
 }
 
 // NewFailureThrottle allows perMinute failures a minute per key.
-func NewFailureThrottle(c *goredis.Client, prefix string, perMinute int) *FailureThrottle {
+func NewFailureThrottle(c goredis.UniversalClient, prefix string, perMinute int) *FailureThrottle {
 	return &FailureThrottle{limiter: redis_rate.NewLimiter(c), limit: redis_rate.PerMinute(perMinute), prefix: prefix}
 }
 
@@ -44,9 +44,11 @@ func (t *FailureThrottle) Blocked(ctx context.Context, key string) (bool, time.D
 	return true, wait, nil
 }
 
-// Failed records one failure for key.
-func (t *FailureThrottle) Failed(ctx context.Context, key string) error {
-	if _, err := t.limiter.Allow(ctx, t.prefix+key, t.limit); err != nil {
+// Failed records n failures for key.
+func (t *FailureThrottle) Failed(ctx context.Context, key string, n int) error {
+	// GCRA refuses, and so would not record, a cost above the burst.
+	n = min(n, t.limit.Burst)
+	if _, err := t.limiter.AllowN(ctx, t.prefix+key, t.limit, n); err != nil {
 		return fmt.Errorf("throttle record: %w", err)
 	}
 	return nil

@@ -23,6 +23,9 @@ type Redis struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
+
+	conf  string   // config file given first (sentinel mode needs one)
+	extra []string // more arguments (--sentinel, --cluster-enabled yes, ...)
 }
 
 // NewRedis starts a private redis-server and stops it when tb ends.
@@ -53,8 +56,12 @@ func (r *Redis) Start() error {
 	if err != nil {
 		return fmt.Errorf("redis-server not found (`make test` installs it): %w", err)
 	}
-	r.cmd = exec.Command(bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
+	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log")}
+	if r.conf != "" {
+		args = append([]string{r.conf}, args...)
+	}
+	r.cmd = exec.Command(bin, append(args, r.extra...)...)
 	r.cmd.Stdout, r.cmd.Stderr = os.Stderr, os.Stderr
 	if err := r.cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)

@@ -143,7 +143,8 @@ func (r Response) JSON() map[string]any {
 }
 
 // Request sends a request; body may be nil, a string/[]byte (sent as is) or
-// a value (marshalled). headers are name, value pairs.
+// a value (marshalled). headers are name, value pairs. The request and the
+// response are checked against the OpenAPI document (contract.go).
 func (s *Stack) Request(method, path string, body any, headers ...string) Response {
 	s.TB.Helper()
 	var rd io.Reader
@@ -176,6 +177,7 @@ func (s *Stack) Request(method, path string, body any, headers ...string) Respon
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	sent := recordBody(req)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -187,6 +189,7 @@ func (s *Stack) Request(method, path string, body any, headers ...string) Respon
 	if err != nil {
 		s.TB.Fatal(err)
 	}
+	checkContract(s.TB, req, sent, resp.StatusCode, resp.Header, raw)
 	return Response{tb: s.TB, Status: resp.StatusCode, Header: resp.Header, Body: raw}
 }
 

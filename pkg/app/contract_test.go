@@ -1,0 +1,98 @@
+package app_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gridshift/dataimport/pkg/httpapi"
+	"github.com/gridshift/dataimport/pkg/testutil"
+)
+
+// TestOpenAPIContract drives every operation of the OpenAPI document once
+// through the real API, so that each is validated (request and response)
+// by the contract check every Stack request runs, and then asserts that no
+// operation of the document went unexercised in this test process. Adding
+// an operation to the document without calling it here fails this test; a
+// route the document lacks fails TestOpenAPIDocumentsEveryRoute
+// (pkg/httpapi) and, when called, the contract check itself.
+func TestOpenAPIContract(t *testing.T) {
+	c, err := testutil.LoadContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q, want 3.1.0", c.Doc.OpenAPI)
+	}
+	s := newPayStack(t)
+	const ext = "EXT-C1"
+	want := func(r testutil.Response, status int) testutil.Response {
+		t.Helper()
+		if r.Status != status {
+			t.Fatalf("status %d, want %d: %.500s", r.Status, status, r.Body)
+		}
+		return r
+	}
+	post := func(path string, body any, status int) testutil.Response {
+		t.Helper()
+		return want(s.As(s.token, http.MethodPost, path, body), status)
+	}
+	get := func(path string, status int) testutil.Response {
+		t.Helper()
+		return want(s.As(s.token, http.MethodGet, path, nil), status)
+	}
+	sample := func(name string) string {
+		t.Helper()
+		b, err := testutil.ReadRepoFile("pkg/dataimport/testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(b), `"EXT-0001"`, `"`+ext+`"`)
+	}
+
+	// POST /v1/graphql/ ran in newPayStack (Tenant); the account pipeline:
+	post(validatePath, s.account(ext), http.StatusOK)
+	post(stagePath, s.account(ext), http.StatusCreated)
+	post(createPath, map[string]any{"external_account_number": ext, "import_supplier_code": "DEMO_ENERGY", "operations_team_name": "Migrations"}, http.StatusCreated)
+	get("/v1/data-import/account-transfer-status/DEMO_ENERGY/"+ext+"/", http.StatusOK)
+	s.stage("EXT-C2") // a second, pending account: the lists have a next page
+	for _, list := range []string{"all", "pending", "imported"} {
+		get("/v1/data-import/"+list+"-account-import-processes/DEMO_ENERGY/", http.StatusOK)
+		get("/v1/data-import/"+list+"-account-import-processes/DEMO_ENERGY/?page_size=1", http.StatusOK)
+	}
+	if r := get("/v1/data-import/all-account-import-processes/DEMO_ENERGY/?page_size=1", http.StatusOK); !strings.Contains(r.Header.Get("Link"), `rel="next"`) {
+		t.Errorf("no Link header on a first page: %v", r.Header)
+	}
+
+	// Post-import data.
+	post("/v1/data-import/notes/create/", sample("notes_sample.json"), http.StatusCreated)
+	post("/v1/data-import/transactions/create/?check_previously_added=true&force_add_to_current_statement=1", sample("transactions_sample.json"), http.StatusCreated)
+	post("/v1/data-import/historical-statements/create/", sample("statements_sample.json"), http.StatusCreated)
+	post(paymentPath, map[string]any{"import_supplier": "DEMO_ENERGY", "external_account_number": ext,
+		"vendor": "STRIPE", "reference": "pm_card_visa", "type": "CARD"}, http.StatusCreated)
+
+	// Probes, metrics, the document and its page: no credentials needed.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"} {
+		want(s.Request(http.MethodGet, path, nil), http.StatusOK)
+	}
+	want(s.Request(http.MethodGet, "/docs/nothing.js", nil), http.StatusNotFound)
+	if r := want(s.Request(http.MethodGet, httpapi.OpenAPIPath, nil), http.StatusOK); !bytes.Equal(r.Body, httpapi.OpenAPIDocument()) {
+		t.Error("GET /v1/data-import/openapi.json does not serve the embedded document")
+	}
+
+	cov := testutil.ContractCoverage()
+	for _, op := range c.Operations() {
+		if len(cov[op]) == 0 {
+			t.Errorf("operation %s of the OpenAPI document was not exercised", op)
+		}
+	}
+	var lines []string
+	for _, op := range slices.Sorted(maps.Keys(cov)) {
+		lines = append(lines, fmt.Sprintf("%-95s %v", op, slices.Sorted(maps.Keys(cov[op]))))
+	}
+	t.Logf("operations and statuses exercised so far in this process:\n%s", strings.Join(lines, "\n"))
+}

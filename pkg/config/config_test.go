@@ -1,0 +1,93 @@
+package config_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gridshift/dataimport/pkg/config"
+)
+
+func TestRedisTopology(t *testing.T) {
+	redisVars := []string{"REDIS_URL", "REDIS_SENTINEL_ADDRS", "REDIS_SENTINEL_MASTER", "REDIS_SENTINEL_PASSWORD",
+		"REDIS_CLUSTER_ADDRS", "REDIS_PASSWORD"}
+	cases := []struct {
+		name    string
+		env     map[string]string
+		want    string // topology, or "" when Load must fail
+		wantErr string
+		check   func(t *testing.T, c config.Config)
+	}{
+		{name: "default", want: config.RedisSingle, check: func(t *testing.T, c config.Config) {
+			if c.RedisURL != "redis://127.0.0.1:6379/0" {
+				t.Errorf("REDIS_URL default %q", c.RedisURL)
+			}
+		}},
+		{name: "url", env: map[string]string{"REDIS_URL": "redis://r:6379/1"}, want: config.RedisSingle},
+		{name: "sentinel", env: map[string]string{"REDIS_SENTINEL_ADDRS": "s1:26379, s2:26379,,s3:26379",
+			"REDIS_SENTINEL_MASTER": "mymaster", "REDIS_SENTINEL_PASSWORD": "sp", "REDIS_PASSWORD": "p"},
+			want: config.RedisSentinel, check: func(t *testing.T, c config.Config) {
+				if !slices.Equal(c.RedisSentinelAddrs, []string{"s1:26379", "s2:26379", "s3:26379"}) ||
+					c.RedisSentinelMaster != "mymaster" || c.RedisSentinelPassword != "sp" || c.RedisPassword != "p" {
+					t.Errorf("sentinel config %+v", c)
+				}
+			}},
+		{name: "sentinel with empty REDIS_URL", env: map[string]string{"REDIS_URL": "",
+			"REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m"}, want: config.RedisSentinel},
+		{name: "cluster", env: map[string]string{"REDIS_CLUSTER_ADDRS": "n1:6379,n2:6379,n3:6379"}, want: config.RedisCluster,
+			check: func(t *testing.T, c config.Config) {
+				if len(c.RedisClusterAddrs) != 3 {
+					t.Errorf("cluster addrs %v", c.RedisClusterAddrs)
+				}
+			}},
+		{name: "url and sentinel", env: map[string]string{"REDIS_URL": "redis://r:6379/0",
+			"REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m"}, wantErr: "REDIS_URL and REDIS_SENTINEL_ADDRS are set"},
+		{name: "url and cluster", env: map[string]string{"REDIS_URL": "redis://r:6379/0", "REDIS_CLUSTER_ADDRS": "n1:6379"},
+			wantErr: "exactly one Redis topology"},
+		{name: "sentinel and cluster", env: map[string]string{"REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m",
+			"REDIS_CLUSTER_ADDRS": "n1:6379"}, wantErr: "REDIS_SENTINEL_ADDRS and REDIS_CLUSTER_ADDRS"},
+		{name: "sentinel without master", env: map[string]string{"REDIS_SENTINEL_ADDRS": "s1:26379"}, wantErr: "REDIS_SENTINEL_MASTER"},
+		{name: "master without sentinels", env: map[string]string{"REDIS_SENTINEL_MASTER": "m"}, wantErr: "go together"},
+		{name: "sentinel password alone", env: map[string]string{"REDIS_SENTINEL_PASSWORD": "x"}, wantErr: "without REDIS_SENTINEL_ADDRS"},
+		{name: "password with url", env: map[string]string{"REDIS_PASSWORD": "x"}, wantErr: "put the password in the URL"},
+		{name: "address without port", env: map[string]string{"REDIS_CLUSTER_ADDRS": "n1:6379,n2"}, wantErr: `"n2": want host:port`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range redisVars {
+				t.Setenv(k, "") // clear the environment the test runs in
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := config.Load()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.RedisTopology(); got != tc.want {
+				t.Fatalf("topology %q, want %q", got, tc.want)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+		})
+	}
+}
+
+func TestDatabaseReadURL(t *testing.T) {
+	t.Setenv("DATABASE_READ_URL", "")
+	c, err := config.Load()
+	if err != nil || c.DatabaseReadURL != "" {
+		t.Fatalf("unset: %q %v", c.DatabaseReadURL, err)
+	}
+	t.Setenv("DATABASE_READ_URL", "postgres://ro@replica:5432/dataimport")
+	if c, err = config.Load(); err != nil || c.DatabaseReadURL != "postgres://ro@replica:5432/dataimport" {
+		t.Fatalf("set: %q %v", c.DatabaseReadURL, err)
+	}
+}
