@@ -27,25 +27,7 @@ func FuzzDecodeValidateAccount(f *testing.F) {
 
 		a, err := DecodeAccount(body, testRules)
 		if err != nil {
-			e, ok := AsError(err)
-			if !ok {
-				t.Fatalf("non-domain error %v", err)
-			}
-			switch e.Code {
-			case CodeParseError:
-				if len(e.Errors) != 0 || e.Detail == "" {
-					t.Fatalf("parse error with field errors or no detail: %+v", e)
-				}
-			case CodeAccountFailedValidation:
-				if len(e.Errors) == 0 {
-					t.Fatal("validation failure without errors")
-				}
-				for _, fe := range e.Errors {
-					checkFieldError(t, fe)
-				}
-			default:
-				t.Fatalf("unexpected code %q", e.Code)
-			}
+			checkRejection(t, err, CodeAccountFailedValidation)
 			return
 		}
 		out, err := json.Marshal(a)

@@ -29,8 +29,9 @@ func validateNotes(r *NotesRequest) []FieldError { return r.Validate(fuzzNow) }
 
 func validateStatements(r *StatementsRequest) []FieldError { return r.Validate(fuzzToday) }
 
-// checkRejection asserts the shape of every error a post-import body can get.
-func checkRejection(t *testing.T, err error) {
+// checkRejection asserts the shape of every error a body can get: a parse
+// error, or validationCode with well-formed field errors.
+func checkRejection(t *testing.T, err error, validationCode string) {
 	t.Helper()
 	e, ok := AsError(err)
 	if !ok {
@@ -41,7 +42,7 @@ func checkRejection(t *testing.T, err error) {
 		if len(e.Errors) != 0 || e.Detail == "" {
 			t.Fatalf("parse error with field errors or no detail: %+v", e)
 		}
-	case CodeInvalidPayload:
+	case validationCode:
 		if len(e.Errors) == 0 {
 			t.Fatal("validation failure without errors")
 		}
@@ -87,7 +88,7 @@ func FuzzNotes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := Decode(body, CodeInvalidPayload, "Invalid payload.", validateNotes)
 		if err != nil {
-			checkRejection(t, err)
+			checkRejection(t, err, CodeInvalidPayload)
 			return
 		}
 		checkAccount(t, r.ImportSupplier, r.ExternalAccountNumber)
@@ -125,7 +126,7 @@ func FuzzStatements(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := Decode(body, CodeInvalidPayload, "Invalid payload.", validateStatements)
 		if err != nil {
-			checkRejection(t, err)
+			checkRejection(t, err, CodeInvalidPayload)
 			return
 		}
 		checkAccount(t, r.ImportSupplier, r.ExternalAccountNumber)
@@ -168,11 +169,11 @@ func FuzzPaymentInstruction(f *testing.F) {
 		if _, err := Decode(body, CodeInvalidPayload, "Invalid payload.", PaymentInstructionValidator(nil)); err == nil {
 			t.Fatal("accepted with no vendor configured")
 		} else {
-			checkRejection(t, err)
+			checkRejection(t, err, CodeInvalidPayload)
 		}
 		r, err := Decode(body, CodeInvalidPayload, "Invalid payload.", validate)
 		if err != nil {
-			checkRejection(t, err)
+			checkRejection(t, err, CodeInvalidPayload)
 			return
 		}
 		checkAccount(t, r.ImportSupplier, r.ExternalAccountNumber)

@@ -25,25 +25,7 @@ func FuzzTransactions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := Decode(body, CodeInvalidPayload, "Invalid payload.", (*TransactionsRequest).Validate)
 		if err != nil {
-			e, ok := AsError(err)
-			if !ok {
-				t.Fatalf("non-domain error %v", err)
-			}
-			switch e.Code {
-			case CodeParseError:
-				if len(e.Errors) != 0 || e.Detail == "" {
-					t.Fatalf("parse error with field errors or no detail: %+v", e)
-				}
-			case CodeInvalidPayload:
-				if len(e.Errors) == 0 {
-					t.Fatal("validation failure without errors")
-				}
-				for _, fe := range e.Errors {
-					checkFieldError(t, fe)
-				}
-			default:
-				t.Fatalf("unexpected code %q", e.Code)
-			}
+			checkRejection(t, err, CodeInvalidPayload)
 			return
 		}
 		ids := map[string]bool{}
