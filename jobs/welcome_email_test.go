@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -19,32 +18,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
-
-// welcomeRow inserts an imported account with one customer and the
-// customer's welcome e-mail row (plain SQL) and returns the row's ID.
-func welcomeRow(t *testing.T, db *postgres.DB, n int, addr string) int64 {
-	t.Helper()
-	g := db.Gorm().WithContext(t.Context())
-	insert := func(sql string, args ...any) int64 {
-		t.Helper()
-		var id int64
-		if err := g.Raw(sql, args...).Scan(&id).Error; err != nil {
-			t.Fatalf("fixture %q: %v", sql, err)
-		}
-		return id
-	}
-	external := fmt.Sprintf("EXT-%d", n)
-	supplierID := insert(`INSERT INTO import_suppliers (code, welcome_email) VALUES (?, true) RETURNING id`,
-		fmt.Sprintf("SUPPLIER_%d", n))
-	processID := insert(`INSERT INTO import_processes (supplier_id, external_account_number) VALUES (?, ?) RETURNING id`,
-		supplierID, external)
-	accountID := insert(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type)
-		VALUES (?, ?, ?, ?, 'DOMESTIC') RETURNING id`, fmt.Sprintf("A-%08X", 0x00C0FFEE+n), supplierID, processID, external)
-	customerID := insert(`INSERT INTO account_customers (account_id, position, given_name, family_name, email)
-		VALUES (?, 0, 'Grace', 'Hopper', ?) RETURNING id`, accountID, addr)
-	return insert(`INSERT INTO welcome_emails (account_id, customer_id, email) VALUES (?, ?, ?) RETURNING id`,
-		accountID, customerID, addr)
-}
 
 type welcomeState struct {
 	SentAt    *time.Time
@@ -87,7 +60,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 
 	t.Run("DeliversOnce", func(t *testing.T) {
 		h, srv := newHandler(t)
-		id := welcomeRow(t, d.DB, 1, "grace@example.com")
+		id := testutil.WelcomeEmailRow(t, d.DB, 1, "grace@example.com")
 		for range 2 {
 			if err := h.ProcessTask(t.Context(), welcomeTask(t, id)); err != nil {
 				t.Fatalf("ProcessTask: %v", err)
@@ -102,9 +75,9 @@ func TestWelcomeEmailHandler(t *testing.T) {
 			t.Errorf("recipients %v", m.To)
 		}
 		for _, want := range []string{
-			"Subject: Welcome to SUPPLIER_1, your account A-00C0FFEF is ready",
-			"Hello Grace,",
-			"Welcome to SUPPLIER_1, your account A-00C0FFEF is ready.",
+			"Subject: Welcome to WELCOME_1, your account A-ABC00001 is ready",
+			"Hello Ada,",
+			"Welcome to WELCOME_1, your account A-ABC00001 is ready.",
 		} {
 			if !strings.Contains(m.Data, want) {
 				t.Errorf("message lacks %q:\n%s", want, m.Data)
@@ -117,7 +90,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 
 	t.Run("ConcurrentDuplicatesSendOnce", func(t *testing.T) {
 		h, srv := newHandler(t)
-		id := welcomeRow(t, d.DB, 2, "grace2@example.com")
+		id := testutil.WelcomeEmailRow(t, d.DB, 2, "grace2@example.com")
 		var wg sync.WaitGroup
 		errs := make(chan error, 5)
 		for range 5 {
@@ -137,7 +110,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 
 	t.Run("TransientFailureIsRetried", func(t *testing.T) {
 		h, srv := newHandler(t)
-		id := welcomeRow(t, d.DB, 3, "grace3@example.com")
+		id := testutil.WelcomeEmailRow(t, d.DB, 3, "grace3@example.com")
 		srv.FailNextRcpt(451, "greylisted, try again later")
 		err := h.ProcessTask(t.Context(), welcomeTask(t, id))
 		if err == nil || errors.Is(err, asynq.SkipRetry) || errors.Is(err, email.ErrPermanent) {
@@ -163,7 +136,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 
 	t.Run("PermanentFailureSkipsRetry", func(t *testing.T) {
 		h, srv := newHandler(t)
-		id := welcomeRow(t, d.DB, 4, "nobody@example.com")
+		id := testutil.WelcomeEmailRow(t, d.DB, 4, "nobody@example.com")
 		srv.FailNextRcpt(550, "no such mailbox")
 		err := h.ProcessTask(t.Context(), welcomeTask(t, id))
 		if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, email.ErrPermanent) {
@@ -196,7 +169,7 @@ func TestWelcomeEmailHandler(t *testing.T) {
 		var logs bytes.Buffer
 		sender = email.LogSender{Log: slog.New(slog.NewTextHandler(&logs, nil))}
 		h := &jobs.WelcomeEmailHandler{Store: d.DB, Sender: sender, Log: quiet}
-		id := welcomeRow(t, d.DB, 5, "grace5@example.com")
+		id := testutil.WelcomeEmailRow(t, d.DB, 5, "grace5@example.com")
 		if err := h.ProcessTask(t.Context(), welcomeTask(t, id)); err != nil {
 			t.Fatalf("ProcessTask: %v", err)
 		}

@@ -13,34 +13,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
-// welcomeFixture inserts a supplier, an imported account with one customer
-// and that customer's welcome e-mail row, all with plain SQL, and returns the
-// row's ID. n keeps the numbers of several fixtures in one database apart.
-func welcomeFixture(t *testing.T, db *postgres.DB, n int, emailAddr string) int64 {
-	t.Helper()
-	g := db.Gorm().WithContext(t.Context())
-	insert := func(sql string, args ...any) int64 {
-		t.Helper()
-		var id int64
-		if err := g.Raw(sql, args...).Scan(&id).Error; err != nil {
-			t.Fatalf("fixture %q: %v", sql, err)
-		}
-		return id
-	}
-	external := fmt.Sprintf("EXT-%d", n)
-	supplierID := insert(`INSERT INTO import_suppliers (code, welcome_email) VALUES (?, true) RETURNING id`,
-		fmt.Sprintf("WELCOME_%d", n))
-	processID := insert(`INSERT INTO import_processes (supplier_id, external_account_number) VALUES (?, ?) RETURNING id`,
-		supplierID, external)
-	accountID := insert(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type)
-		VALUES (?, ?, ?, ?, 'DOMESTIC') RETURNING id`, fmt.Sprintf("A-%08X", 0xABC00000+n), supplierID, processID, external)
-	customerID := insert(`INSERT INTO account_customers (account_id, position, given_name, family_name, title, email)
-		VALUES (?, 0, 'Ada', 'Lovelace', 'Dr', ?) RETURNING id`, accountID, emailAddr)
-	emailID := insert(`INSERT INTO welcome_emails (account_id, customer_id, email) VALUES (?, ?, ?) RETURNING id`,
-		accountID, customerID, emailAddr)
-	return emailID
-}
-
 type welcomeRowState struct {
 	SentAt    *time.Time
 	Attempts  int
@@ -77,7 +49,7 @@ func TestWelcomeEmailStore(t *testing.T) {
 }
 
 func testWelcomeEmailLoads(t *testing.T, d *testutil.Database, n int) {
-	id := welcomeFixture(t, d.DB, n, "ada@example.com")
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
 	w, err := d.DB.WelcomeEmail(t.Context(), id)
 	if err != nil {
@@ -102,7 +74,7 @@ func testWelcomeEmailLoads(t *testing.T, d *testutil.Database, n int) {
 }
 
 func testClaimWelcomeEmailSendsOnce(t *testing.T, d *testutil.Database, n int) {
-	id := welcomeFixture(t, d.DB, n, "ada@example.com")
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
 	var got []postgres.WelcomeEmail
 	send := func(w postgres.WelcomeEmail) error { got = append(got, w); return nil }
@@ -135,7 +107,7 @@ func testClaimWelcomeEmailSendsOnce(t *testing.T, d *testutil.Database, n int) {
 }
 
 func testClaimWelcomeEmailConcurrent(t *testing.T, d *testutil.Database, n int) {
-	id := welcomeFixture(t, d.DB, n, "ada@example.com")
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
 	var calls, sentCount atomic.Int32
 	var wg sync.WaitGroup
@@ -169,7 +141,7 @@ func testClaimWelcomeEmailConcurrent(t *testing.T, d *testutil.Database, n int) 
 }
 
 func testClaimWelcomeEmailFailureThenRetry(t *testing.T, d *testutil.Database, n int) {
-	id := welcomeFixture(t, d.DB, n, "ada@example.com")
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
 	boom := errors.New("451 4.3.0 try later")
 	sent, err := d.DB.ClaimWelcomeEmail(t.Context(), id, func(postgres.WelcomeEmail) error { return boom })
@@ -191,7 +163,7 @@ func testClaimWelcomeEmailFailureThenRetry(t *testing.T, d *testutil.Database, n
 }
 
 func testClaimWelcomeEmailRecordsAfterCancel(t *testing.T, d *testutil.Database, n int) {
-	id := welcomeFixture(t, d.DB, n, "ada@example.com")
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
 	// The worker is told to stop while the SMTP exchange runs: the outcome
 	// is still recorded.
@@ -210,12 +182,12 @@ func TestUnsentWelcomeEmails(t *testing.T) {
 	d := testutil.NewDatabase(t)
 	ctx := t.Context()
 	g := d.DB.Gorm().WithContext(ctx)
-	oldest := welcomeFixture(t, d.DB, 1, "a@example.com")
-	old := welcomeFixture(t, d.DB, 2, "b@example.com")
-	oldSent := welcomeFixture(t, d.DB, 3, "c@example.com")
-	oldGivenUp := welcomeFixture(t, d.DB, 4, "d@example.com")
-	oldFailed := welcomeFixture(t, d.DB, 5, "e@example.com")
-	fresh := welcomeFixture(t, d.DB, 6, "f@example.com")
+	oldest := testutil.WelcomeEmailRow(t, d.DB, 1, "a@example.com")
+	old := testutil.WelcomeEmailRow(t, d.DB, 2, "b@example.com")
+	oldSent := testutil.WelcomeEmailRow(t, d.DB, 3, "c@example.com")
+	oldGivenUp := testutil.WelcomeEmailRow(t, d.DB, 4, "d@example.com")
+	oldFailed := testutil.WelcomeEmailRow(t, d.DB, 5, "e@example.com")
+	fresh := testutil.WelcomeEmailRow(t, d.DB, 6, "f@example.com")
 	for id, age := range map[int64]string{oldest: "3 hours", old: "2 hours", oldSent: "2 hours", oldGivenUp: "2 hours", oldFailed: "1 hour"} {
 		if err := g.Exec(`UPDATE welcome_emails SET created_at = now() - ?::interval WHERE id = ?`, age, id).Error; err != nil {
 			t.Fatal(err)
