@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
@@ -116,13 +117,18 @@ func TestImportctlEndToEnd(t *testing.T) {
 		t.Fatalf("stage skipped: %d %s", r.Status, r.Body)
 	}
 
-	// set-status is visible to the API at once.
+	// set-status reaches the API (another process) through Postgres NOTIFY,
+	// within milliseconds.
 	mustCtl(t, "supplier", "set-status", "DEMO_ENERGY", "Paused")
-	if r := stage("EXT-1"); r.Status != http.StatusBadRequest || r.JSON()["code"] != "import_supplier_migration_not_ongoing" {
+	if r := soon(func() testutilResponse { return stage("EXT-1") }, func(r testutilResponse) bool {
+		return r.Status == http.StatusBadRequest && r.JSON()["code"] == "import_supplier_migration_not_ongoing"
+	}); r.Status != http.StatusBadRequest || r.JSON()["code"] != "import_supplier_migration_not_ongoing" {
 		t.Fatalf("stage on paused supplier: %d %s", r.Status, r.Body)
 	}
 	mustCtl(t, "supplier", "set-status", "DEMO_ENERGY", "Ongoing")
-	if r := stage("EXT-1"); r.Status != http.StatusCreated {
+	if r := soon(func() testutilResponse { return stage("EXT-1") }, func(r testutilResponse) bool {
+		return r.Status == http.StatusCreated
+	}); r.Status != http.StatusCreated {
 		t.Fatalf("stage after resume: %d %s", r.Status, r.Body)
 	}
 	if _, err := importctl(t, "supplier", "set-status", "DEMO_ENERGY", "Sleeping"); err == nil {
@@ -134,7 +140,9 @@ func TestImportctlEndToEnd(t *testing.T) {
 
 	// revoke ends the key's tokens.
 	mustCtl(t, "apikey", "revoke", key.Prefix)
-	if r := st.As(tok.Data.ObtainToken.Token, http.MethodGet, "/v1/data-import/all-account-import-processes/DEMO_ENERGY/", nil); r.Status != http.StatusUnauthorized {
+	if r := soon(func() testutilResponse {
+		return st.As(tok.Data.ObtainToken.Token, http.MethodGet, "/v1/data-import/all-account-import-processes/DEMO_ENERGY/", nil)
+	}, func(r testutilResponse) bool { return r.Status == http.StatusUnauthorized }); r.Status != http.StatusUnauthorized {
 		t.Fatalf("revoked key's token: %d", r.Status)
 	}
 	if _, err := importctl(t, "apikey", "revoke", "dik_nothere"); err == nil {
@@ -143,6 +151,19 @@ func TestImportctlEndToEnd(t *testing.T) {
 }
 
 type testutilResponse = testutil.Response
+
+// soon repeats do until ok holds or two seconds pass, and returns the last
+// response: operator changes reach API processes asynchronously (NOTIFY).
+func soon(do func() testutilResponse, ok func(testutilResponse) bool) testutilResponse {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		r := do()
+		if ok(r) || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 func validAccount(t *testing.T) string {
 	t.Helper()

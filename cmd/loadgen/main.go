@@ -55,9 +55,11 @@ func newRoot() *cobra.Command {
 					return err
 				}
 			}
-			payload := mustJSON(realisticAccount(cfg.Supplier, "PGB", 0))
-			if rep.Ceiling, err = runPgbench(ctx, dbURL, cfg.Supplier, pgClients, pgSeconds, payload); err != nil {
-				return err
+			if pgSeconds > 0 {
+				payload := mustJSON(realisticAccount(cfg.Supplier, "PGB", 0))
+				if rep.Ceiling, err = runPgbench(ctx, dbURL, cfg.Supplier, pgClients, pgSeconds, payload); err != nil {
+					return err
+				}
 			}
 			return writeReport(rep, outDir)
 		},
@@ -79,7 +81,7 @@ func newRoot() *cobra.Command {
 	f.IntVar(&workerPID, "worker-pid", 0, "pid of the worker process (RSS sampling)")
 	f.IntVar(&workerConc, "worker-concurrency", 0, "the worker's WORKER_CONCURRENCY, for the report")
 	f.IntVar(&pgClients, "pgbench-clients", 32, "pgbench client connections")
-	f.IntVar(&pgSeconds, "pgbench-seconds", 15, "pgbench duration per script")
+	f.IntVar(&pgSeconds, "pgbench-seconds", 15, "pgbench duration per script (0 skips the ceiling)")
 	f.StringVar(&outDir, "out", "results", "report folder")
 	_ = cmd.MarkFlagRequired("api-key")
 	return cmd

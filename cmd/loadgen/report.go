@@ -52,7 +52,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 func (r *report) markdown(chart string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmark %s\n\n", r.When.Format(time.RFC3339))
-	fmt.Fprintf(&b, "Machine: %s. One `make bench` run: %d accounts (2 customers, 1 supply address, 2 meter points with agreements, 2 notes, 5 opening transactions each), %d parallel partner clients, then 2 notes and 5 transactions per account after creation; status read %d times a second throughout creation. The ceiling is `pgbench` running the same SQL writes on the same database right after.\n\n",
+	fmt.Fprintf(&b, "Machine: %s. One `make bench` run: %d accounts (2 customers, 1 supply address, 2 meter points with agreements, 2 notes, 5 opening transactions each), %d parallel partner clients; status read %d times a second throughout creation; then 2 notes and 5 transactions per account after creation (post-import, not part of end-to-end). The ceiling is `pgbench` running the same SQL writes on the same database right after.\n\n",
 		r.Machine, r.Run.Accounts, r.Config.Parallel, r.Config.StatusRate)
 	b.WriteString("| target | measured | goal | met |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {
@@ -62,8 +62,8 @@ func (r *report) markdown(chart string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.name, t.measured, t.goal, met)
 	}
-	fmt.Fprintf(&b, "\nRun detail: staging %.1f s, creation %.1f s, %d completed, %d failed, %d answers 429, %d post-import errors.\n",
-		r.Run.StageSeconds, r.Run.CreateSeconds, r.Run.Completed, r.Run.Failed, r.Run.Throttled, r.Run.PostImportErrors)
+	fmt.Fprintf(&b, "\nRun detail: staging %.1f s, creation %.1f s, %d completed, %d failed, %d answers 429; post-import %.1f s (%.0f requests/s), %d post-import errors.\n",
+		r.Run.StageSeconds, r.Run.CreateSeconds, r.Run.Completed, r.Run.Failed, r.Run.Throttled, r.Run.PostImportSeconds, r.Run.PostImportRate, r.Run.PostImportErrors)
 	fmt.Fprintf(&b, "\n![accounts completed and status latency](%s)\n", chart)
 	return b.String()
 }

@@ -50,6 +50,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop}
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	go notifier.Run(bg)
+	go db.WatchControl(bg, log) // keys, suppliers, teams and the limit cached in memory
 
 	secret, err := auth.LoadSecret(ctx, db, cfg.TokenSecret)
 	if err != nil {

@@ -36,6 +36,18 @@ func (db *DB) setting(ctx context.Context, key string) (string, bool, error) {
 // ConcurrencyLimit returns the cluster-wide cap on accounts in progress;
 // ok is false when the limit is off.
 func (db *DB) ConcurrencyLimit(ctx context.Context) (limit int, ok bool, err error) {
+	type setting struct {
+		limit int
+		ok    bool
+	}
+	s, err := cachedControl(db, "limit", func() (setting, error) {
+		n, ok, err := db.concurrencyLimit(ctx)
+		return setting{n, ok}, err
+	})
+	return s.limit, s.ok, err
+}
+
+func (db *DB) concurrencyLimit(ctx context.Context) (limit int, ok bool, err error) {
 	v, found, err := db.setting(ctx, settingConcurrencyLimit)
 	if err != nil || !found {
 		return 0, false, err
@@ -49,6 +61,7 @@ func (db *DB) ConcurrencyLimit(ctx context.Context) (limit int, ok bool, err err
 
 // SetConcurrencyLimit stores the limit (n > 0) or, with n <= 0, turns it off.
 func (db *DB) SetConcurrencyLimit(ctx context.Context, n int) error {
+	defer db.control.invalidate()
 	q := db.gorm.WithContext(ctx)
 	var err error
 	if n <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,6 +14,7 @@ import (
 
 // CreateSupplier inserts a supplier; a duplicate code is a domain conflict.
 func (db *DB) CreateSupplier(ctx context.Context, s dataimport.Supplier) (dataimport.Supplier, error) {
+	defer db.control.invalidate()
 	row := supplierRow{Code: s.Code, Status: string(s.Status), DocumentRoot: s.DocumentRoot,
 		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion}
 	if row.Status == "" {
@@ -30,9 +32,10 @@ func (db *DB) CreateSupplier(ctx context.Context, s dataimport.Supplier) (dataim
 	return row.domain(), nil
 }
 
-// SetSupplierStatus changes a supplier's status; API replicas read it per
-// request, so the change is visible at once.
+// SetSupplierStatus changes a supplier's status; API processes hear of it
+// through dataimport_control (control_cache.go) within milliseconds.
 func (db *DB) SetSupplierStatus(ctx context.Context, code string, status dataimport.SupplierStatus) error {
+	defer db.control.invalidate()
 	res := db.gorm.WithContext(ctx).Model(&supplierRow{}).Where("code = ?", code).
 		Updates(map[string]any{"status": string(status), "updated_at": time.Now().UTC()})
 	if res.Error != nil {
@@ -74,6 +77,12 @@ func (db *DB) SupplierByCode(ctx context.Context, code string) (dataimport.Suppl
 // supplier that exists but is not granted is answered exactly like one that
 // does not exist, so a tenant learns nothing about another's suppliers.
 func (db *DB) SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error) {
+	return cachedControl(db, "supplier\x00"+strconv.FormatInt(orgID, 10)+"\x00"+code, func() (dataimport.Supplier, error) {
+		return db.supplierForOrganisation(ctx, orgID, code)
+	})
+}
+
+func (db *DB) supplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error) {
 	var row supplierRow
 	err := db.gorm.WithContext(ctx).
 		Joins("JOIN organisation_suppliers g ON g.supplier_id = import_suppliers.id AND g.organisation_id = ?", orgID).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,6 +26,7 @@ func (db *DB) CreateOrganisation(ctx context.Context, name string) (dataimport.O
 
 // CreateTeam inserts an operations team.
 func (db *DB) CreateTeam(ctx context.Context, name string) (dataimport.Team, error) {
+	defer db.control.invalidate()
 	row := teamRow{Name: name}
 	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
 		if IsUniqueViolation(err) {
@@ -37,6 +39,10 @@ func (db *DB) CreateTeam(ctx context.Context, name string) (dataimport.Team, err
 
 // TeamByName loads a team; a missing one is the create-account 400.
 func (db *DB) TeamByName(ctx context.Context, name string) (dataimport.Team, error) {
+	return cachedControl(db, "team\x00"+name, func() (dataimport.Team, error) { return db.teamByName(ctx, name) })
+}
+
+func (db *DB) teamByName(ctx context.Context, name string) (dataimport.Team, error) {
 	var row teamRow
 	err := db.gorm.WithContext(ctx).Where("name = ?", name).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -59,6 +65,7 @@ type NewAPIKey struct {
 // CreateAPIKey grants the suppliers to the organisation and stores the key's
 // hash, all or nothing.
 func (db *DB) CreateAPIKey(ctx context.Context, k NewAPIKey) error {
+	defer db.control.invalidate()
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var org organisationRow
 		if err := tx.Where("name = ?", k.Organisation).Take(&org).Error; err != nil {
@@ -104,6 +111,10 @@ func (db *DB) APIKeyByHash(ctx context.Context, hash []byte) (dataimport.APIKey,
 // ActiveAPIKey returns the organisation of an unrevoked key; tokens issued for
 // a key stop working the moment it is revoked.
 func (db *DB) ActiveAPIKey(ctx context.Context, keyID int64) (dataimport.APIKey, error) {
+	return cachedControl(db, "key\x00"+strconv.FormatInt(keyID, 10), func() (dataimport.APIKey, error) { return db.activeAPIKey(ctx, keyID) })
+}
+
+func (db *DB) activeAPIKey(ctx context.Context, keyID int64) (dataimport.APIKey, error) {
 	var row apiKeyRow
 	err := db.gorm.WithContext(ctx).Select("id, organisation_id, prefix").
 		Where("id = ? AND revoked_at IS NULL", keyID).Take(&row).Error
@@ -123,6 +134,7 @@ func (db *DB) RevokeAPIKey(ctx context.Context, prefix string) error {
 	if res.Error != nil {
 		return fmt.Errorf("revoke api key: %w", res.Error)
 	}
+	db.control.invalidate()
 	if res.RowsAffected == 0 {
 		return dataimport.Errorf(dataimport.CodeNotFound, "no api key with prefix %q", prefix)
 	}

@@ -67,7 +67,10 @@ func NewStackOn(tb testing.TB, admin string, opts ...StackOption) *Stack {
 		srv.Close()
 		_ = a.Close()
 	})
-	return &Stack{TB: tb, Config: cfg, DB: d.DB, Redis: r, API: a, Server: srv, Logs: logs}
+	// Tests change tenants and suppliers through the API's own store, so its
+	// control-plane cache sees them at once, as an in-process write would;
+	// cmd/importctl's test covers changes from another process (NOTIFY).
+	return &Stack{TB: tb, Config: cfg, DB: a.DB, Redis: r, API: a, Server: srv, Logs: logs}
 }
 
 // Tenant is an organisation with a key for some suppliers.
