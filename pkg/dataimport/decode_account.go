@@ -15,6 +15,25 @@ func DecodeAccount(body []byte, rules AccountRules) (*Account, error) {
 		func(a *Account) []FieldError { return ValidateAccount(a, rules) })
 }
 
+// DecodeAccountFor is DecodeAccount with rules that depend on the account
+// itself (its supplier decides the phone region), in one parse of the body.
+// An error from rules (an unknown supplier, say) wins over field errors.
+func DecodeAccountFor(body []byte, rules func(*Account) (AccountRules, error)) (*Account, error) {
+	var rulesErr error
+	a, err := Decode(body, CodeAccountFailedValidation, "Account failed validation.", func(a *Account) []FieldError {
+		r, err := rules(a)
+		if err != nil {
+			rulesErr = err
+			return nil
+		}
+		return ValidateAccount(a, r)
+	})
+	if rulesErr != nil {
+		return nil, rulesErr
+	}
+	return a, err
+}
+
 // Decode is DecodeStrict followed by a validator, for any request body. code
 // is the top-level code of a validation failure (CodeInvalidPayload for
 // bodies other than the account).

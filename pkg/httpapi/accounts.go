@@ -15,28 +15,19 @@ import (
 // supplier the caller may act for. The supplier comes first because its
 // phone region decides which numbers are valid.
 func (s *Server) decodeAccount(c *gin.Context) (*dataimport.Account, dataimport.Supplier, bool) {
-	body := requestBody(c)
-	var head struct {
-		ImportSupplier any `json:"import_supplier"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		// Not JSON (or not an object): DecodeAccount words the error.
-		_, derr := dataimport.DecodeAccount(body, dataimport.AccountRules{})
-		abortWithError(c, derr)
-		return nil, dataimport.Supplier{}, false
-	}
 	var sup dataimport.Supplier
-	rules := dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC())}
-	if code, ok := head.ImportSupplier.(string); ok && code != "" {
+	acc, err := dataimport.DecodeAccountFor(requestBody(c), func(a *dataimport.Account) (dataimport.AccountRules, error) {
+		rules := dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC())}
+		if a.ImportSupplier == "" {
+			return rules, nil // validation reports the missing supplier
+		}
 		var err error
-		sup, err = s.deps.Store.SupplierForOrganisation(c.Request.Context(), principal(c).OrganisationID, code)
-		if err != nil {
-			abortWithError(c, err)
-			return nil, sup, false
+		if sup, err = s.deps.Store.SupplierForOrganisation(c.Request.Context(), principal(c).OrganisationID, a.ImportSupplier); err != nil {
+			return rules, err
 		}
 		rules.PhoneRegion = sup.PhoneRegion
-	}
-	acc, err := dataimport.DecodeAccount(body, rules)
+		return rules, nil
+	})
 	if err != nil {
 		abortWithError(c, err)
 		return nil, sup, false

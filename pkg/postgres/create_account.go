@@ -80,87 +80,23 @@ func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProce
 // transaction, links it to the import process and records the outcome. Run
 // twice for the same attempt (a retried job), the second run finds the first
 // one's account and does nothing. A dry run does the same work and rolls back.
+//
+// The transaction is two round trips whatever the account's size (see
+// create_batch.go); a platform-number collision, decided by the unique
+// constraint, redoes it with a fresh number.
 func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResult, error) {
-	var res CreationResult
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var proc processRow
-		// The row lock serialises competing runs of the same attempt.
-		if err := tx.Raw(`SELECT * FROM import_processes WHERE id = ? FOR UPDATE`, in.ProcessID).Scan(&proc).Error; err != nil {
-			return fmt.Errorf("lock process: %w", err)
-		}
-		if proc.PlatformAccountNumber != nil {
-			res = CreationResult{PlatformAccountNumber: *proc.PlatformAccountNumber, AlreadyCreated: true}
-			return nil
-		}
-		if proc.ID == 0 || proc.Status != string(dataimport.StatusInProgress) || proc.Attempt != in.Attempt {
-			return ErrStaleAttempt
-		}
-		var err error
-		res, err = insertAccount(tx, in, proc)
+	for range 10 {
+		number, err := platformNumbers()
 		if err != nil {
-			return err
-		}
-		if in.DryRun {
-			return ErrDryRun
-		}
-		return nil
-	})
-	if err != nil {
-		return CreationResult{}, err
-	}
-	return res, nil
-}
-
-func insertAccount(tx *gorm.DB, in CreationInput, proc processRow) (CreationResult, error) {
-	a := in.Account
-	details, err := accountDetails(a)
-	if err != nil {
-		return CreationResult{}, err
-	}
-	accountID, number, err := insertAccountRow(tx, in, details)
-	if err != nil {
-		return CreationResult{}, err
-	}
-	customerIDs, err := insertCustomers(tx, accountID, a.Customers)
-	if err != nil {
-		return CreationResult{}, err
-	}
-	if err := insertSupply(tx, accountID, a.SupplyAddresses); err != nil {
-		return CreationResult{}, err
-	}
-	from, to := a.FirstStatementPeriod(dataimport.DateOf(in.Now))
-	var statementID int64
-	if err := tx.Raw(`INSERT INTO statements (account_id, period_from, period_to) VALUES (?, ?, ?) RETURNING id`,
-		accountID, from.Time(), to.Time()).Scan(&statementID).Error; err != nil {
-		return CreationResult{}, fmt.Errorf("insert statement: %w", err)
-	}
-	notes := a.Notes
-	_, moved, err := insertTransactions(tx, accountID, statementID, from, to, a.CurrentStatementTransactions, true)
-	if err != nil {
-		return CreationResult{}, err
-	}
-	if moved > 0 {
-		notes = append(notes[:len(notes):len(notes)], dataimport.MovedNote(moved, from, to))
-	}
-	if err := insertNotes(tx, accountID, notes, in.Now); err != nil {
-		return CreationResult{}, err
-	}
-	var emailIDs []int64
-	if in.Supplier.WelcomeEmail && !in.DryRun {
-		if emailIDs, err = insertWelcomeEmails(tx, accountID, a.Customers, customerIDs); err != nil {
 			return CreationResult{}, err
 		}
+		res, err := db.createAccountOnce(ctx, in, number)
+		if isConstraint(err, "accounts_platform_account_number_key") {
+			continue
+		}
+		return res, err
 	}
-	// Complete the process and record the attempt in one round trip.
-	if err := tx.Exec(`WITH done AS (
-			UPDATE import_processes SET status = 'COMPLETED', platform_account_number = ?, account_created_at = ?,
-			       latest_error = NULL, dry_run = false, modified_at = now()
-			 WHERE id = ? RETURNING id, attempt)
-		INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
-		SELECT id, attempt, 'COMPLETED', ? FROM done`, number, in.Now, proc.ID, number).Error; err != nil {
-		return CreationResult{}, fmt.Errorf("complete process: %w", err)
-	}
-	return CreationResult{AccountID: accountID, PlatformAccountNumber: number, WelcomeEmailIDs: emailIDs}, nil
+	return CreationResult{}, errors.New("create account: no free platform account number after 10 draws")
 }
 
 // accountDetails keeps the account-level fields that have no column of their
@@ -186,30 +122,9 @@ func openingBalance(a *dataimport.Account) decimal.Decimal {
 	return b
 }
 
-// insertAccountRow picks a random A-XXXXXXXX number; the unique constraint
-// decides collisions and we simply draw again.
-func insertAccountRow(tx *gorm.DB, in CreationInput, details []byte) (int64, string, error) {
-	for range 10 {
-		number, err := newPlatformAccountNumber()
-		if err != nil {
-			return 0, "", err
-		}
-		var ids []int64
-		err = tx.Raw(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number,
-				account_type, details, transfer_balance, balance, created_at)
-			VALUES (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
-			ON CONFLICT (platform_account_number) DO NOTHING RETURNING id`,
-			number, in.Supplier.ID, in.ProcessID, in.Account.ExternalAccountNumber, string(in.Account.Type()),
-			string(details), in.Account.OpeningBalance(), openingBalance(in.Account), in.Now).Scan(&ids).Error
-		if err != nil {
-			return 0, "", fmt.Errorf("insert account: %w", err)
-		}
-		if len(ids) == 1 {
-			return ids[0], number, nil
-		}
-	}
-	return 0, "", errors.New("insert account: no free platform account number after 10 draws")
-}
+// platformNumbers draws platform account numbers (a variable so a test can
+// force a collision).
+var platformNumbers = newPlatformAccountNumber
 
 func newPlatformAccountNumber() (string, error) {
 	var b [4]byte
@@ -236,10 +151,7 @@ type customerRow struct {
 
 func (customerRow) TableName() string { return "account_customers" }
 
-func insertCustomers(tx *gorm.DB, accountID int64, cs []dataimport.Customer) ([]int64, error) {
-	if len(cs) == 0 {
-		return nil, nil
-	}
+func customerRows(accountID int64, cs []dataimport.Customer) ([]customerRow, error) {
 	rows := make([]customerRow, len(cs))
 	for i, c := range cs {
 		prefs, err := json.Marshal(c.CustomerPreferences)
@@ -250,97 +162,7 @@ func insertCustomers(tx *gorm.DB, accountID int64, cs []dataimport.Customer) ([]
 			Title: deref(c.Title), Salutation: deref(c.Salutation), Email: deref(c.Email), Mobile: deref(c.Mobile),
 			Landline: deref(c.Landline), DateOfBirth: dateTime(c.DateOfBirth), CustomerPreferences: string(prefs)}
 	}
-	if err := tx.Create(&rows).Error; err != nil {
-		return nil, fmt.Errorf("insert customers: %w", err)
-	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	return ids, nil
-}
-
-type supplyAddressRow struct {
-	ID                              int64 `gorm:"primaryKey"`
-	AccountID                       int64
-	Position                        int
-	SupplyAddress1                  string `gorm:"column:supply_address1"`
-	SupplyAddress2                  string `gorm:"column:supply_address2"`
-	SupplyAddress3                  string `gorm:"column:supply_address3"`
-	SupplyAddress4                  string `gorm:"column:supply_address4"`
-	SupplyAddress5                  string `gorm:"column:supply_address5"`
-	SupplyPostcode                  string
-	CustomerAtSupplyAddressFromDate *time.Time
-}
-
-func (supplyAddressRow) TableName() string { return "supply_addresses" }
-
-type meterPointRow struct {
-	ID              int64 `gorm:"primaryKey"`
-	AccountID       int64
-	SupplyAddressID int64
-	MPXN            string `gorm:"column:mpxn"`
-	Fuel            string
-	SupplyStartDate time.Time
-	SupplyEndDate   *time.Time
-}
-
-func (meterPointRow) TableName() string { return "meter_points" }
-
-type agreementRow struct {
-	ID           int64 `gorm:"primaryKey"`
-	MeterPointID int64
-	ProductCode  string
-	ValidFrom    time.Time
-	ValidTo      *time.Time
-}
-
-func (agreementRow) TableName() string { return "agreements" }
-
-// insertSupply writes addresses, meter points and agreements with one
-// multi-row INSERT per level (no per-row round trips).
-func insertSupply(tx *gorm.DB, accountID int64, sas []dataimport.SupplyAddress) error {
-	if len(sas) == 0 {
-		return nil
-	}
-	addrs := make([]supplyAddressRow, len(sas))
-	for i, sa := range sas {
-		addrs[i] = supplyAddressRow{AccountID: accountID, Position: i, SupplyAddress1: sa.SupplyAddress1,
-			SupplyAddress2: deref(sa.SupplyAddress2), SupplyAddress3: deref(sa.SupplyAddress3), SupplyAddress4: deref(sa.SupplyAddress4),
-			SupplyAddress5: deref(sa.SupplyAddress5), SupplyPostcode: sa.SupplyPostcode,
-			CustomerAtSupplyAddressFromDate: dateTime(sa.CustomerAtSupplyAddressFromDate)}
-	}
-	if err := tx.Create(&addrs).Error; err != nil {
-		return fmt.Errorf("insert supply addresses: %w", err)
-	}
-	var mps []meterPointRow
-	var mpSrc []dataimport.MeterPoint
-	for i, sa := range sas {
-		for _, mp := range sa.MeterPoints {
-			mps = append(mps, meterPointRow{AccountID: accountID, SupplyAddressID: addrs[i].ID, MPXN: mp.MPXN, Fuel: string(mp.Fuel),
-				SupplyStartDate: mp.SupplyStartDate.Time(), SupplyEndDate: dateTime(mp.SupplyEndDate)})
-			mpSrc = append(mpSrc, mp)
-		}
-	}
-	if len(mps) == 0 {
-		return nil
-	}
-	if err := tx.Create(&mps).Error; err != nil {
-		return fmt.Errorf("insert meter points: %w", err)
-	}
-	var ags []agreementRow
-	for i, mp := range mpSrc {
-		for _, ag := range mp.Agreements {
-			ags = append(ags, agreementRow{MeterPointID: mps[i].ID, ProductCode: ag.ProductCode, ValidFrom: ag.ValidFrom.Time(), ValidTo: dateTime(ag.ValidTo)})
-		}
-	}
-	if len(ags) == 0 {
-		return nil
-	}
-	if err := tx.Create(&ags).Error; err != nil {
-		return fmt.Errorf("insert agreements: %w", err)
-	}
-	return nil
+	return rows, nil
 }
 
 type noteRow struct {
@@ -359,6 +181,17 @@ func insertNotes(tx *gorm.DB, accountID int64, notes []dataimport.Note, now time
 	if len(notes) == 0 {
 		return nil
 	}
+	rows, err := noteRows(accountID, notes, now)
+	if err != nil {
+		return err
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return fmt.Errorf("insert notes: %w", err)
+	}
+	return nil
+}
+
+func noteRows(accountID int64, notes []dataimport.Note, now time.Time) ([]noteRow, error) {
 	rows := make([]noteRow, len(notes))
 	for i, n := range notes {
 		paths := make([]string, len(n.DocumentPaths))
@@ -367,7 +200,7 @@ func insertNotes(tx *gorm.DB, accountID int64, notes []dataimport.Note, now time
 		}
 		pj, err := json.Marshal(paths)
 		if err != nil {
-			return fmt.Errorf("encode document paths: %w", err)
+			return nil, fmt.Errorf("encode document paths: %w", err)
 		}
 		created := now
 		if n.CreatedAt != nil {
@@ -381,10 +214,7 @@ func insertNotes(tx *gorm.DB, accountID int64, notes []dataimport.Note, now time
 		rows[i] = noteRow{AccountID: accountID, Body: deref(n.Body), DocumentPaths: string(pj),
 			IsPinned: n.IsPinned != nil && *n.IsPinned, UnpinAt: unpin, CreatedAt: created}
 	}
-	if err := tx.Create(&rows).Error; err != nil {
-		return fmt.Errorf("insert notes: %w", err)
-	}
-	return nil
+	return rows, nil
 }
 
 type transactionRow struct {
@@ -413,7 +243,20 @@ func insertTransactions(tx *gorm.DB, accountID, statementID int64, from, to data
 	if len(txs) == 0 {
 		return nil, 0, nil
 	}
-	rows := make([]transactionRow, len(txs))
+	rows, stored, moved, err := transactionRows(accountID, statementID, from, to, txs, force)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("insert transactions: %w", err)
+	}
+	return stored, moved, nil
+}
+
+// transactionRows places each transaction in [from, to] (see
+// insertTransactions) and returns the rows to store.
+func transactionRows(accountID, statementID int64, from, to dataimport.Date, txs []dataimport.Transaction, force bool) (rows []transactionRow, stored []dataimport.StoredTransaction, moved int, err error) {
+	rows = make([]transactionRow, len(txs))
 	stored = make([]dataimport.StoredTransaction, len(txs))
 	for i := range txs {
 		t := &txs[i]
@@ -423,7 +266,7 @@ func insertTransactions(tx *gorm.DB, accountID, statementID int64, from, to data
 		stored[i] = dataimport.StoredTransaction{Transaction: *t}
 		if wasMoved {
 			if !force {
-				return nil, 0, &TransactionOutsidePeriodError{Index: i, From: from, To: to}
+				return nil, nil, 0, &TransactionOutsidePeriodError{Index: i, From: from, To: to}
 			}
 			moved++
 			orig := t.TransactionDate
@@ -435,15 +278,12 @@ func insertTransactions(tx *gorm.DB, accountID, statementID int64, from, to data
 		}
 		data, err := json.Marshal(t)
 		if err != nil {
-			return nil, 0, fmt.Errorf("encode transaction: %w", err)
+			return nil, nil, 0, fmt.Errorf("encode transaction: %w", err)
 		}
 		row.Data = string(data)
 		rows[i] = row
 	}
-	if err := tx.Create(&rows).Error; err != nil {
-		return nil, 0, fmt.Errorf("insert transactions: %w", err)
-	}
-	return stored, moved, nil
+	return rows, stored, moved, nil
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
@@ -457,22 +297,6 @@ type TransactionOutsidePeriodError struct {
 
 func (e *TransactionOutsidePeriodError) Error() string {
 	return fmt.Sprintf("transaction %d is dated outside the open statement period %s to %s", e.Index, e.From, e.To)
-}
-
-func insertWelcomeEmails(tx *gorm.DB, accountID int64, cs []dataimport.Customer, customerIDs []int64) ([]int64, error) {
-	var ids []int64
-	for i, c := range cs {
-		if c.Email == nil || *c.Email == "" {
-			continue
-		}
-		var id int64
-		if err := tx.Raw(`INSERT INTO welcome_emails (account_id, customer_id, email) VALUES (?, ?, ?) RETURNING id`,
-			accountID, customerIDs[i], *c.Email).Scan(&id).Error; err != nil {
-			return nil, fmt.Errorf("queue welcome e-mail: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 func deref(s *string) string {

@@ -935,13 +935,12 @@ func countStatements(g *gorm.DB) *atomic.Int64 {
 	return &n
 }
 
-// TestCreateAccountStatementsDoNotGrowWithRows: children go in with one
-// multi-row INSERT per table, so a bigger account costs no more round trips
-// (welcome e-mails aside: that supplier has them off here).
-func TestCreateAccountStatementsDoNotGrowWithRows(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	s := e.supplier("ROUNDTRIPS", false)
+// TestCreateAccountRoundTripsDoNotGrowWithRows: the creation transaction is
+// two pipelined round trips (lock, then every write and COMMIT), so a bigger
+// account costs no more of them.
+func TestCreateAccountRoundTripsDoNotGrowWithRows(t *testing.T) {
+	e := newEnv(t) // not parallel: it reads a package-wide counter
+	s := e.supplier("ROUNDTRIPS", true)
 	small := e.prepare(s, "EXT-SMALL", false, nil)
 	big := e.prepare(s, "EXT-BIG", false, func(m map[string]any) {
 		var txs, notes []any
@@ -952,14 +951,20 @@ func TestCreateAccountStatementsDoNotGrowWithRows(t *testing.T) {
 		}
 		m["current_statement_transactions"], m["notes"] = txs, notes
 	})
-	n := countStatements(e.g)
+	before := postgres.CreationRoundTrips()
 	e.create(small)
-	smallN := n.Swap(0)
+	smallN := postgres.CreationRoundTrips() - before
 	e.create(big)
-	bigN := n.Load()
-	t.Logf("statements per CreateAccount (plus BEGIN/COMMIT): %d", smallN)
-	if smallN != bigN || smallN == 0 {
-		t.Errorf("statements: %d for the sample, %d with 60 transactions and 60 notes; want equal", smallN, bigN)
+	bigN := postgres.CreationRoundTrips() - before - smallN
+	t.Logf("round trips per CreateAccount: %d", smallN)
+	if smallN != 2 || bigN != 2 {
+		t.Errorf("round trips: %d for the sample, %d with 60 transactions and 60 notes; want 2 each", smallN, bigN)
+	}
+	var notes, txs int
+	e.scalar(&notes, `SELECT count(*) FROM account_notes n JOIN accounts a ON a.id = n.account_id WHERE a.external_account_number = 'EXT-BIG'`)
+	e.scalar(&txs, `SELECT count(*) FROM account_transactions x JOIN accounts a ON a.id = x.account_id WHERE a.external_account_number = 'EXT-BIG'`)
+	if notes != 60 || txs != 60 {
+		t.Errorf("big account stored %d notes and %d transactions, want 60 each", notes, txs)
 	}
 	var bal string
 	e.scalar(&bal, `SELECT balance::text FROM accounts WHERE external_account_number = 'EXT-BIG'`)
@@ -1002,5 +1007,31 @@ func BenchmarkCreateAccount(b *testing.B) {
 	b.ReportMetric(float64(n.Load())/float64(b.N)+2, "stmts/op") // + BEGIN and COMMIT
 	if got := e.count("accounts"); got != b.N {
 		b.Fatalf("%d accounts, want %d", got, b.N)
+	}
+}
+
+// TestCreateAccountPlatformNumberCollision: a drawn number that is taken is
+// refused by the unique constraint and the whole transaction is redone with
+// the next draw, leaving no trace of the first try.
+func TestCreateAccountPlatformNumberCollision(t *testing.T) {
+	e := newEnv(t) // not parallel: it swaps the package's number generator
+	s := e.supplier("COLLIDE", false)
+	first := e.create(e.prepare(s, "EXT-FIRST", false, nil))
+	draws := []string{first.PlatformAccountNumber, first.PlatformAccountNumber, "A-0000C0DE"}
+	restore := postgres.SetPlatformNumbers(func() (string, error) {
+		n := draws[0]
+		draws = draws[1:]
+		return n, nil
+	})
+	defer restore()
+	second := e.create(e.prepare(s, "EXT-SECOND", false, nil))
+	if second.PlatformAccountNumber != "A-0000C0DE" || len(draws) != 0 {
+		t.Fatalf("second account got %s with draws left %v", second.PlatformAccountNumber, draws)
+	}
+	var accounts, customers int
+	e.scalar(&accounts, `SELECT count(*) FROM accounts`)
+	e.scalar(&customers, `SELECT count(DISTINCT account_id) FROM account_customers`)
+	if accounts != 2 || customers != 2 {
+		t.Fatalf("accounts %d, accounts with customers %d; want 2 and 2", accounts, customers)
 	}
 }

@@ -1,0 +1,12 @@
+package postgres
+
+// CreationRoundTrips exposes the creation batch counter to the tests.
+func CreationRoundTrips() int64 { return roundTrips.Load() }
+
+// SetPlatformNumbers replaces the platform-number generator until the
+// returned restore is called.
+func SetPlatformNumbers(f func() (string, error)) (restore func()) {
+	old := platformNumbers
+	platformNumbers = f
+	return func() { platformNumbers = old }
+}
