@@ -178,7 +178,7 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 		// The outbox: one e-mail per customer with an address, in order.
 		b.Queue(`INSERT INTO welcome_emails (account_id, customer_id, email)
 			SELECT account_id, id, email FROM account_customers
-			 WHERE account_id = `+curAccount+` AND email <> '' ORDER BY position RETURNING id`).
+			 WHERE account_id = ` + curAccount + ` AND email <> '' ORDER BY position RETURNING id`).
 			Query(func(rows pgx.Rows) error {
 				ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 				res.WelcomeEmailIDs = ids
