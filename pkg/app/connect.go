@@ -31,6 +31,7 @@ func connect(ctx context.Context, cfg config.Config) (conns, error) {
 	if err != nil {
 		return conns{}, err
 	}
+	db.SetMaxConns(cfg.DatabaseMaxConns)
 	rdb, opt, err := redis.Connect(ctx, cfg) // REDIS_URL, Sentinel or Cluster
 	if err != nil {
 		_ = db.Close()

@@ -21,6 +21,7 @@ type Config struct {
 	HTTPAddr          string        `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	WorkerHTTPAddr    string        `env:"WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY"`
+	DatabaseMaxConns  int           `env:"DATABASE_MAX_CONNS"` // per process and pool; default 4 per CPU
 	TokenSecret       string        `env:"TOKEN_SECRET"`
 	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
@@ -65,6 +66,11 @@ func Load() (Config, error) {
 	c.MaxBodyBytes = int64(n)
 	if c.WorkerConcurrency <= 0 {
 		c.WorkerConcurrency = 2 * runtime.NumCPU()
+	}
+	if c.DatabaseMaxConns <= 0 {
+		// Postgres does the most work with a few busy backends per core;
+		// more only queue inside it (jobs beyond this wait for a connection).
+		c.DatabaseMaxConns = 4 * runtime.NumCPU()
 	}
 	if c.TokenTTL <= 0 {
 		return c, fmt.Errorf("config: TOKEN_TTL must be positive")

@@ -31,11 +31,12 @@ type DB struct {
 	readGorm *gorm.DB
 	readSQL  *sql.DB
 
-	dsn     string
-	control controlCache // see control_cache.go
+	dsn      string
+	maxConns int
+	control  controlCache // see control_cache.go
 }
 
-// maxConns bounds each pool (primary and replica) per process.
+// maxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS) says otherwise.
 const maxConns = 40
 
 // Open connects to dsn and verifies the connection.
@@ -95,7 +96,24 @@ func (db *DB) UseReadReplica(ctx context.Context, dsn string) error {
 		return fmt.Errorf("DATABASE_READ_URL: %w", err)
 	}
 	db.readGorm, db.readSQL = g, s
+	if db.maxConns > 0 {
+		setPool(s, db.maxConns)
+	}
 	return nil
+}
+
+// SetMaxConns sizes the pools: open and idle alike (see open).
+func (db *DB) SetMaxConns(n int) {
+	db.maxConns = n
+	setPool(db.sql, n)
+	if db.readSQL != db.sql {
+		setPool(db.readSQL, n)
+	}
+}
+
+func setPool(s *sql.DB, n int) {
+	s.SetMaxOpenConns(n)
+	s.SetMaxIdleConns(n)
 }
 
 // Close releases the pools.
