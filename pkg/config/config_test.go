@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -89,5 +90,17 @@ func TestDatabaseReadURL(t *testing.T) {
 	t.Setenv("DATABASE_READ_URL", "postgres://ro@replica:5432/dataimport")
 	if c, err = config.Load(); err != nil || c.DatabaseReadURL != "postgres://ro@replica:5432/dataimport" {
 		t.Fatalf("set: %q %v", c.DatabaseReadURL, err)
+	}
+}
+
+func TestDatabaseMaxConns(t *testing.T) {
+	t.Setenv("DATABASE_MAX_CONNS", "")
+	c, err := config.Load()
+	if err != nil || c.DatabaseMaxConns != 4*runtime.NumCPU() {
+		t.Fatalf("unset: %d %v, want %d", c.DatabaseMaxConns, err, 4*runtime.NumCPU())
+	}
+	t.Setenv("DATABASE_MAX_CONNS", "12")
+	if c, err = config.Load(); err != nil || c.DatabaseMaxConns != 12 {
+		t.Fatalf("set: %d %v", c.DatabaseMaxConns, err)
 	}
 }

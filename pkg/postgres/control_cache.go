@@ -68,14 +68,18 @@ func (c *controlCache) put(gen uint64, key string, v any) {
 func (c *controlCache) reset(live bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
 	c.live = live
-	c.entries = map[string]controlEntry{}
+	c.clearLocked()
 }
 
+// invalidate empties the cache and leaves it live or not as it was.
 func (c *controlCache) invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.clearLocked()
+}
+
+func (c *controlCache) clearLocked() {
 	c.gen++
 	c.entries = map[string]controlEntry{}
 }

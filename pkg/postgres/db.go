@@ -36,8 +36,9 @@ type DB struct {
 	control  controlCache // see control_cache.go
 }
 
-// maxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS) says otherwise.
-const maxConns = 40
+// defaultMaxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS)
+// says otherwise.
+const defaultMaxConns = 40
 
 // Open connects to dsn and verifies the connection.
 func Open(ctx context.Context, dsn string) (*DB, error) {
@@ -62,12 +63,7 @@ func open(ctx context.Context, dsn string) (*gorm.DB, *sql.DB, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
-	// Idle = open: with fewer idle than open connections, every burst above
-	// the idle count closes connections on release and forks new Postgres
-	// backends on the next burst, which under load cost more CPU than the
-	// queries themselves (make bench: creation throughput 270/s → see README).
-	s.SetMaxOpenConns(maxConns)
-	s.SetMaxIdleConns(maxConns)
+	setPool(s, defaultMaxConns)
 	s.SetConnMaxIdleTime(5 * time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -111,6 +107,9 @@ func (db *DB) SetMaxConns(n int) {
 	}
 }
 
+// setPool keeps as many idle connections as open ones: with fewer, every
+// burst closes connections on release and forks new Postgres backends on
+// the next, which under load cost more CPU than the queries themselves.
 func setPool(s *sql.DB, n int) {
 	s.SetMaxOpenConns(n)
 	s.SetMaxIdleConns(n)

@@ -109,7 +109,8 @@ func (db *DB) APIKeyByHash(ctx context.Context, hash []byte) (dataimport.APIKey,
 }
 
 // ActiveAPIKey returns the organisation of an unrevoked key; tokens issued for
-// a key stop working the moment it is revoked.
+// a key stop working once it is revoked (in an API process that caches keys,
+// within milliseconds: control_cache.go).
 func (db *DB) ActiveAPIKey(ctx context.Context, keyID int64) (dataimport.APIKey, error) {
 	return cachedControl(db, "key\x00"+strconv.FormatInt(keyID, 10), func() (dataimport.APIKey, error) { return db.activeAPIKey(ctx, keyID) })
 }
