@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/gridshift/dataimport/jobs"
 	"github.com/gridshift/dataimport/pkg/config"
@@ -54,7 +55,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.registerGauges(ctx, slots)
 
 	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4, Writers: semaphore.NewWeighted(int64(cfg.WorkerDBWriters))}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()

@@ -22,6 +22,7 @@ type Config struct {
 	WorkerHTTPAddr    string        `env:"WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY"`
 	DatabaseMaxConns  int           `env:"DATABASE_MAX_CONNS"` // per process and pool; default 4 per CPU
+	WorkerDBWriters   int           `env:"WORKER_DB_WRITERS"`  // account-creation transactions per worker at once; default 1 per CPU
 	TokenSecret       string        `env:"TOKEN_SECRET"`
 	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
@@ -66,6 +67,9 @@ func Load() (Config, error) {
 	c.MaxBodyBytes = int64(n)
 	if c.WorkerConcurrency <= 0 {
 		c.WorkerConcurrency = 2 * runtime.NumCPU()
+	}
+	if c.WorkerDBWriters <= 0 {
+		c.WorkerDBWriters = runtime.NumCPU()
 	}
 	if c.DatabaseMaxConns <= 0 {
 		// Postgres does the most work with a few busy backends per core;

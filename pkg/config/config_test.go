@@ -104,3 +104,15 @@ func TestDatabaseMaxConns(t *testing.T) {
 		t.Fatalf("set: %d %v", c.DatabaseMaxConns, err)
 	}
 }
+
+func TestWorkerDBWriters(t *testing.T) {
+	t.Setenv("WORKER_DB_WRITERS", "")
+	c, err := config.Load()
+	if err != nil || c.WorkerDBWriters != runtime.NumCPU() {
+		t.Fatalf("unset: %d %v, want %d", c.WorkerDBWriters, err, runtime.NumCPU())
+	}
+	t.Setenv("WORKER_DB_WRITERS", "6")
+	if c, err = config.Load(); err != nil || c.WorkerDBWriters != 6 {
+		t.Fatalf("set: %d %v", c.WorkerDBWriters, err)
+	}
+}

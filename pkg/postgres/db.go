@@ -33,12 +33,21 @@ type DB struct {
 
 	dsn      string
 	maxConns int
-	control  controlCache // see control_cache.go
+	control  controlCache  // see control_cache.go
+	stager   *stageBatcher // see stage_batch.go
 }
 
 // defaultMaxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS)
 // says otherwise.
 const defaultMaxConns = 40
+
+// Staging statements in flight per process, and accounts per statement: a
+// few statements keep Postgres busy while the next batch gathers, and 64
+// rows of about 3 KB stay well inside one round trip's comfort.
+const (
+	stageFlushers = 4
+	stageMaxBatch = 64
+)
 
 // Open connects to dsn and verifies the connection.
 func Open(ctx context.Context, dsn string) (*DB, error) {
@@ -46,7 +55,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}}}, nil
+	db := &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}}}
+	db.stager = newStageBatcher(stageFlushers, stageMaxBatch, db.stageRows)
+	return db, nil
 }
 
 func open(ctx context.Context, dsn string) (*gorm.DB, *sql.DB, error) {

@@ -16,32 +16,15 @@ type StageResult struct {
 }
 
 // Stage stores a validated payload as the next version of the account's
-// staged data. One statement does both inserts, so a version is never half
-// written; the conditional upsert refuses accounts that are imported, being
-// imported or marked skipped, which the unique (supplier, external) key makes
-// race-free.
+// staged data. Concurrent calls share a statement and a commit (see
+// stage_batch.go); every call still gets its own outcome once committed.
 func (db *DB) Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (StageResult, error) {
-	var out []struct {
-		ProcessID int64
-		Version   int
-	}
-	err := db.gorm.WithContext(ctx).Raw(`
-		WITH p AS (
-			INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
-			VALUES (?, ?, 1)
-			ON CONFLICT (supplier_id, external_account_number) DO UPDATE
-			   SET staged_version = import_processes.staged_version + 1, modified_at = now()
-			 WHERE import_processes.status = 'UNKNOWN' AND NOT import_processes.skipped
-			RETURNING id, staged_version
-		)
-		INSERT INTO import_process_versions (process_id, version, payload)
-		SELECT id, staged_version, ?::jsonb FROM p
-		RETURNING process_id, version`, supplier.ID, external, string(payload)).Scan(&out).Error
+	out, err := db.stager.stage(ctx, stageRow{SupplierID: supplier.ID, External: external, Payload: payload})
 	if err != nil {
 		return StageResult{}, fmt.Errorf("stage %s/%s: %w", supplier.Code, external, err)
 	}
-	if len(out) == 1 {
-		return StageResult{ProcessID: out[0].ProcessID, Version: out[0].Version, Created: out[0].Version == 1}, nil
+	if out.Staged {
+		return StageResult{ProcessID: out.ProcessID, Version: out.Version, Created: out.Version == 1}, nil
 	}
 	// Refused: say why.
 	p, err := db.Process(ctx, supplier.ID, external)
@@ -49,6 +32,63 @@ func (db *DB) Stage(ctx context.Context, supplier dataimport.Supplier, external 
 		return StageResult{}, err
 	}
 	return StageResult{}, refusal(p)
+}
+
+// stageRows is the staging statement for distinct accounts: each row's
+// process is inserted or its staged version bumped, and the payload stored
+// under that version, all in one statement, so a version is never half
+// written. The conditional upsert refuses accounts that are imported, being
+// imported or marked skipped, which the unique (supplier, external) key
+// makes race-free. Rows are upserted in key order, so statements running at
+// once lock shared accounts in the same order and cannot deadlock.
+func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, error) {
+	sups := make([]int64, len(rows))
+	exts := make([]string, len(rows))
+	payloads := make([]string, len(rows))
+	for i, r := range rows {
+		sups[i], exts[i], payloads[i] = r.SupplierID, r.External, string(r.Payload)
+	}
+	res, err := db.sql.QueryContext(ctx, `
+		WITH input AS (
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(supplier_id, external, payload)
+		), p AS (
+			INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
+			SELECT supplier_id, external, 1 FROM input ORDER BY supplier_id, external
+			ON CONFLICT (supplier_id, external_account_number) DO UPDATE
+			   SET staged_version = import_processes.staged_version + 1, modified_at = now()
+			 WHERE import_processes.status = 'UNKNOWN' AND NOT import_processes.skipped
+			RETURNING id, supplier_id, external_account_number, staged_version
+		), v AS (
+			INSERT INTO import_process_versions (process_id, version, payload)
+			SELECT p.id, p.staged_version, input.payload::jsonb
+			  FROM p JOIN input ON input.supplier_id = p.supplier_id AND input.external = p.external_account_number
+		)
+		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads)
+	if err != nil {
+		return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
+	}
+	defer res.Close()
+	type key struct {
+		sup int64
+		ext string
+	}
+	staged := make(map[key]stageOutcome, len(rows))
+	for res.Next() {
+		var k key
+		o := stageOutcome{Staged: true}
+		if err := res.Scan(&k.sup, &k.ext, &o.ProcessID, &o.Version); err != nil {
+			return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
+		}
+		staged[k] = o
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
+	}
+	outs := make([]stageOutcome, len(rows))
+	for i, r := range rows {
+		outs[i] = staged[key{r.SupplierID, r.External}] // absent: refused
+	}
+	return outs, nil
 }
 
 // refusal explains why an account cannot be staged or created now.
