@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
@@ -49,11 +48,6 @@ type CreateAccountHandler struct {
 	Log        *slog.Logger
 	Now        func() time.Time
 	RenewEvery time.Duration // how often the slot lease is renewed while running
-	// Writers bounds the creation transactions this worker runs at once
-	// (nil: no bound). They are CPU- and commit-bound in Postgres, so more of
-	// them at once add only queueing there, and they slow every other query,
-	// the partners' status reads among them.
-	Writers *semaphore.Weighted
 }
 
 // errInternal is what partners see when an attempt fails for our reasons.
@@ -113,7 +107,7 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		}
 		return postgres.OutcomeFailed, supplier, nil
 	}
-	res, err := h.createAccount(ctx, postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
+	res, err := h.Store.CreateAccount(ctx, postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
 		Supplier: lp.Supplier, Account: acc, Now: now})
 	switch {
 	case errors.Is(err, postgres.ErrDryRun):
@@ -138,17 +132,6 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 			"platform_account_number", res.PlatformAccountNumber)
 	}
 	return postgres.OutcomeCompleted, supplier, nil
-}
-
-// createAccount runs the creation transaction once a writer is free.
-func (h *CreateAccountHandler) createAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error) {
-	if h.Writers != nil {
-		if err := h.Writers.Acquire(ctx, 1); err != nil {
-			return postgres.CreationResult{}, fmt.Errorf("wait for a writer: %w", err)
-		}
-		defer h.Writers.Release(1)
-	}
-	return h.Store.CreateAccount(ctx, in)
 }
 
 // GiveUp ends an attempt whose retries are exhausted: the process goes back

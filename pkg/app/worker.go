@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/gridshift/dataimport/jobs"
 	"github.com/gridshift/dataimport/pkg/config"
@@ -47,6 +46,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		return nil, err
 	}
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
+	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), done: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
@@ -55,7 +55,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.registerGauges(ctx, slots)
 
 	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4, Writers: semaphore.NewWeighted(int64(cfg.WorkerDBWriters))}
+		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()

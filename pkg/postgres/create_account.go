@@ -81,7 +81,7 @@ func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProce
 // twice for the same attempt (a retried job), the second run finds the first
 // one's account and does nothing. A dry run does the same work and rolls back.
 //
-// The transaction is two round trips whatever the account's size (see
+// The transaction is one round trip whatever the account's size (see
 // create_batch.go); a platform-number collision, decided by the unique
 // constraint, redoes it with a fresh number.
 func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResult, error) {

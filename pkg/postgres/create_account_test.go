@@ -915,8 +915,8 @@ func TestCreateAccountCancelledMidway(t *testing.T) {
 }
 
 // TestCreateAccountRoundTripsDoNotGrowWithRows: the creation transaction is
-// two pipelined round trips (lock, then every write and COMMIT), so a bigger
-// account costs no more of them.
+// one pipelined round trip (BEGIN, the guard and row lock, every write,
+// COMMIT), so a bigger account costs no more of them.
 func TestCreateAccountRoundTripsDoNotGrowWithRows(t *testing.T) {
 	e := newEnv(t) // not parallel: it reads a package-wide counter
 	s := e.supplier("ROUNDTRIPS", true)
@@ -936,8 +936,8 @@ func TestCreateAccountRoundTripsDoNotGrowWithRows(t *testing.T) {
 	e.create(big)
 	bigN := postgres.CreationRoundTrips() - before - smallN
 	t.Logf("round trips per CreateAccount: %d", smallN)
-	if smallN != 2 || bigN != 2 {
-		t.Errorf("round trips: %d for the sample, %d with 60 transactions and 60 notes; want 2 each", smallN, bigN)
+	if smallN != 1 || bigN != 1 {
+		t.Errorf("round trips: %d for the sample, %d with 60 transactions and 60 notes; want 1 each", smallN, bigN)
 	}
 	var notes, txs int
 	e.scalar(&notes, `SELECT count(*) FROM account_notes n JOIN accounts a ON a.id = n.account_id WHERE a.external_account_number = 'EXT-BIG'`)
@@ -949,6 +949,48 @@ func TestCreateAccountRoundTripsDoNotGrowWithRows(t *testing.T) {
 	e.scalar(&bal, `SELECT balance::text FROM accounts WHERE external_account_number = 'EXT-BIG'`)
 	if bal != "18.10" { // -42.50 + 60 × 1.01
 		t.Errorf("balance = %s, want 18.10", bal)
+	}
+}
+
+// WORKER_DB_WRITERS: however many jobs create accounts at once, at most that
+// many creation transactions run, and every account is still created.
+func TestCreateAccountWritersBound(t *testing.T) {
+	e := newEnv(t) // not parallel: it reads a package-wide gauge
+	s := e.supplier("WRITERS", false)
+	const jobs = 12
+	inputs := make([]postgres.CreationInput, jobs)
+	for i := range inputs {
+		inputs[i] = e.prepare(s, fmt.Sprintf("EXT-W%02d", i), false, nil)
+	}
+	for _, tc := range []struct {
+		writers int
+		from    int
+	}{{2, 0}, {0, jobs / 2}} { // 0: unbounded, the control
+		e.db.SetCreationWriters(tc.writers)
+		postgres.CreationWritersPeak()
+		var wg sync.WaitGroup
+		errs := make(chan error, jobs/2)
+		for _, in := range inputs[tc.from : tc.from+jobs/2] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.db.CreateAccount(e.ctx, in)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			e.must(err)
+		}
+		peak := postgres.CreationWritersPeak()
+		t.Logf("writers %d: peak %d creation transactions at once", tc.writers, peak)
+		if tc.writers > 0 && peak > int64(tc.writers) {
+			t.Fatalf("writers %d: %d creation transactions at once", tc.writers, peak)
+		}
+	}
+	if n := e.count("accounts"); n != jobs {
+		t.Fatalf("%d accounts, want %d", n, jobs)
 	}
 }
 

@@ -15,90 +15,124 @@ import (
 )
 
 // The creation transaction runs on the pgx connection under database/sql,
-// as two pipelined batches: BEGIN and the process row lock, then (once the
-// lock shows the attempt is still ours) every insert, the process update and
-// COMMIT. Rows that need a parent's id take it from the parent's sequence
+// as one pipelined batch: BEGIN, a guard that locks the process row and
+// aborts unless the attempt is still the current one, every insert, the
+// process update and COMMIT. Rows that need a parent's id take it from the parent's sequence
 // (currval is per session, so it is the row this transaction just inserted).
 // A statement that fails aborts the transaction, and we roll back; a
 // connection that cannot roll back is thrown away, never reused mid-transaction.
 
 func (db *DB) createAccountOnce(ctx context.Context, in CreationInput, number string) (CreationResult, error) {
+	// Every row is encoded before the transaction starts, so the row lock
+	// and the writer slot are held only for the round trips.
+	b, res, err := creationBatch(in, number)
+	if err != nil {
+		return CreationResult{}, err
+	}
+	if db.writers != nil {
+		if err := db.writers.Acquire(ctx, 1); err != nil {
+			return CreationResult{}, fmt.Errorf("create account: wait for a writer: %w", err)
+		}
+		defer db.writers.Release(1)
+	}
+	defer trackWriters()()
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return CreationResult{}, fmt.Errorf("create account: %w", err)
 	}
 	defer conn.Close()
-	var res CreationResult
+	var out CreationResult
 	var txErr error
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		res, txErr = createAccountTx(ctx, pc, in, number)
+		out, txErr = createAccountTx(ctx, pc, in, b, res)
 		if txErr == nil {
 			return nil
 		}
 		if _, err := pc.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
 			return driver.ErrBadConn // database/sql discards the connection
 		}
+		if errors.Is(txErr, errNotCurrent) {
+			out, txErr = notCurrent(ctx, pc, in.ProcessID)
+		}
 		return nil
 	})
 	switch {
-	case errors.Is(txErr, errRollback):
-		return res, nil
 	case txErr != nil:
 		return CreationResult{}, txErr
 	case err != nil:
 		return CreationResult{}, fmt.Errorf("create account: %w", err)
 	}
-	return res, nil
+	return out, nil
 }
 
-func createAccountTx(ctx context.Context, c *pgx.Conn, in CreationInput, number string) (CreationResult, error) {
-	var status string
-	var attempt int
-	var existing *string
-	lock := &pgx.Batch{}
-	lock.Queue("BEGIN")
-	// The row lock serialises competing runs of the same attempt.
-	lock.Queue(`SELECT status, attempt, platform_account_number FROM import_processes WHERE id = $1 FOR UPDATE`, in.ProcessID).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&status, &attempt, &existing) })
+// createAccountTx runs the transaction in one round trip: BEGIN, the guard,
+// then b (every write of the account, built by creationBatch, whose answers
+// fill res) and COMMIT.
+func createAccountTx(ctx context.Context, c *pgx.Conn, in CreationInput, b *pgx.Batch, res *CreationResult) (CreationResult, error) {
+	tx := &pgx.Batch{}
+	tx.Queue("BEGIN")
+	// The row lock serialises competing runs of the same attempt: a second
+	// run waits here, then finds the process COMPLETED and aborts.
+	tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'attempt not current') FROM (
+			SELECT 1 FROM import_processes
+			 WHERE id = $1 AND status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
+			   FOR UPDATE) current`, in.ProcessID, in.Attempt)
+	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
+	if !in.DryRun {
+		tx.Queue("COMMIT")
+	}
 	roundTrips.Add(1)
-	err := c.SendBatch(ctx, lock).Close()
+	if err := c.SendBatch(ctx, tx).Close(); err != nil {
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && pg.Code == guardFailed {
+			return CreationResult{}, errNotCurrent
+		}
+		return CreationResult{}, fmt.Errorf("create account: %w", err)
+	}
+	if in.DryRun {
+		return CreationResult{}, ErrDryRun // rolled back by the caller
+	}
+	return *res, nil
+}
+
+// guardFailed is dataimport_assert's SQLSTATE (migration 00006).
+const guardFailed = "DIA01"
+
+// errNotCurrent: the guard found the attempt no longer current.
+var errNotCurrent = errors.New("attempt not current")
+
+// notCurrent tells, after the rollback, why the guard refused: the account
+// exists already (an earlier run of this attempt committed it), or the
+// attempt is stale.
+func notCurrent(ctx context.Context, c *pgx.Conn, processID int64) (CreationResult, error) {
+	var existing *string
+	err := c.QueryRow(ctx, `SELECT platform_account_number FROM import_processes WHERE id = $1`, processID).Scan(&existing)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return CreationResult{}, ErrStaleAttempt
 	case err != nil:
-		return CreationResult{}, fmt.Errorf("lock process: %w", err)
-	case existing != nil:
-		return CreationResult{PlatformAccountNumber: *existing, AlreadyCreated: true}, errRollback
-	case status != string(dataimport.StatusInProgress) || attempt != in.Attempt:
-		return CreationResult{}, ErrStaleAttempt
-	}
-
-	b, res, err := creationBatch(in, number)
-	if err != nil {
-		return CreationResult{}, err
-	}
-	roundTrips.Add(1)
-	if in.DryRun {
-		if err := c.SendBatch(ctx, b).Close(); err != nil {
-			return CreationResult{}, fmt.Errorf("create account: %w", err)
-		}
-		return CreationResult{}, ErrDryRun
-	}
-	b.Queue("COMMIT")
-	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return CreationResult{}, fmt.Errorf("create account: %w", err)
+	case existing != nil:
+		return CreationResult{PlatformAccountNumber: *existing, AlreadyCreated: true}, nil
 	}
-	return *res, nil
+	return CreationResult{}, ErrStaleAttempt
 }
 
 // roundTrips counts creation batches sent, for the test that holds the
 // creation transaction to a fixed number of round trips.
 var roundTrips atomic.Int64
 
-// errRollback ends a transaction that found nothing to do; CreateAccount
-// reports the result it came with, not an error.
-var errRollback = errors.New("nothing to do")
+// writersBusy and writersPeak count creation transactions under way in this
+// process, for the test that holds them to WORKER_DB_WRITERS.
+var writersBusy, writersPeak atomic.Int64
+
+func trackWriters() (done func()) {
+	n := writersBusy.Add(1)
+	for p := writersPeak.Load(); n > p && !writersPeak.CompareAndSwap(p, n); p = writersPeak.Load() {
+	}
+	return func() { writersBusy.Add(-1) }
+}
 
 const (
 	curAccount   = "currval('accounts_id_seq')"

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"golang.org/x/sync/semaphore"
 	pgdriver "gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -35,6 +36,7 @@ type DB struct {
 	maxConns int
 	control  controlCache  // see control_cache.go
 	stager   *stageBatcher // see stage_batch.go
+	writers  *semaphore.Weighted
 }
 
 // defaultMaxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS)
@@ -115,6 +117,18 @@ func (db *DB) SetMaxConns(n int) {
 	setPool(db.sql, n)
 	if db.readSQL != db.sql {
 		setPool(db.readSQL, n)
+	}
+}
+
+// SetCreationWriters bounds the account-creation transactions this process
+// runs at once (WORKER_DB_WRITERS). They are CPU- and commit-bound inside
+// Postgres: more of them at once only queue there, and slow every other
+// query, partners' status reads among them. Zero or less: no bound. Call it
+// before creating accounts, not while they are being created.
+func (db *DB) SetCreationWriters(n int) {
+	db.writers = nil
+	if n > 0 {
+		db.writers = semaphore.NewWeighted(int64(n))
 	}
 }
 

@@ -10,3 +10,7 @@ func SetPlatformNumbers(f func() (string, error)) (restore func()) {
 	platformNumbers = f
 	return func() { platformNumbers = old }
 }
+
+// CreationWritersPeak returns the most creation transactions seen at once
+// since the last call, and starts counting again.
+func CreationWritersPeak() int64 { return writersPeak.Swap(writersBusy.Load()) }
