@@ -39,6 +39,7 @@ func newRoot() *cobra.Command {
 			ctx := cmd.Context()
 			stopWorker := make(chan struct{})
 			workerPeak := peakRSS(workerPID, stopWorker)
+			checkpoint(ctx, dbURL)
 			res, err := run(ctx, cfg)
 			close(stopWorker)
 			if err != nil {

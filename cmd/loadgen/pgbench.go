@@ -134,6 +134,7 @@ func runPgbench(ctx context.Context, dbURL, supplier string, clients, seconds in
 var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
 func pgbench(ctx context.Context, dbURL, script string, supID int64, clients, seconds int) (float64, error) {
+	checkpoint(ctx, dbURL)
 	cmd := exec.CommandContext(ctx, "pgbench", "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds),
 		"-D", "sup="+strconv.FormatInt(supID, 10), "-f", script, dbURL)
 	out, err := cmd.CombinedOutput()
@@ -145,6 +146,24 @@ func pgbench(ctx context.Context, dbURL, script string, supID int64, clients, se
 		return 0, fmt.Errorf("pgbench %s: no tps in output:\n%s", filepath.Base(script), out)
 	}
 	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// checkpoint starts a measurement from a fresh checkpoint, ours and
+// pgbench's alike. Otherwise one of them may run into a checkpoint the
+// other's writes triggered, and pay for its I/O and the full-page images
+// after it. Without the right to CHECKPOINT, the run goes on and says so.
+func checkpoint(ctx context.Context, dbURL string) {
+	if dbURL == "" {
+		return
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err == nil {
+		_, err = conn.Exec(ctx, "CHECKPOINT")
+		_ = conn.Close(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warning: no CHECKPOINT before the measurement:", err)
+	}
 }
 
 func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
