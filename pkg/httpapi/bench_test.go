@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gridshift/dataimport/pkg/testutil"
@@ -48,4 +49,26 @@ func BenchmarkStage(b *testing.B) {
 			b.Fatalf("stage: %d %s", r.Status, r.Body)
 		}
 	}
+}
+
+// BenchmarkStageParallel is staging from 32 partner clients at once, where
+// concurrent upserts share statements and commits.
+func BenchmarkStageParallel(b *testing.B) {
+	st := testutil.NewStack(b)
+	st.Supplier("DEMO_ENERGY")
+	ten := st.Tenant("Demo Partner", "DEMO_ENERGY")
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(16) // × GOMAXPROCS clients
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := accountB(b, "EXT-P"+itoa(int(n.Add(1))))
+			if r := st.As(ten.Token, http.MethodPost, stagePath, body); r.Status != http.StatusCreated {
+				b.Errorf("stage: %d %s", r.Status, r.Body)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "requests/s")
 }
