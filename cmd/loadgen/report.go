@@ -52,7 +52,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 func (r *report) markdown(chart string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmark %s\n\n", r.When.Format(time.RFC3339))
-	fmt.Fprintf(&b, "Machine: %s. One `make bench` run: %d accounts (2 customers, 1 supply address, 2 meter points with agreements, 2 notes, 5 opening transactions each), %d parallel partner clients; status read %d times a second throughout creation; then 2 notes and 5 transactions per account after creation (post-import, not part of end-to-end). The ceiling is `pgbench` running the same SQL writes on the same database right after.\n\n",
+	fmt.Fprintf(&b, "Machine: %s. One `make bench` run: %d accounts (2 customers, 1 supply address, 2 meter points with agreements, 2 notes, 5 opening transactions each), %d parallel partner clients; status read %d times a second throughout creation; then 2 notes and 5 transactions per account after creation (post-import, not part of end-to-end). The ceiling is `pgbench` running the same SQL writes on the same database right after; each measurement starts from a fresh `CHECKPOINT`. The worker runs at `nice 10` with `WORKER_DB_WRITERS` at its default (one per core), as `make run` starts it.\n\n",
 		r.Machine, r.Run.Accounts, r.Config.Parallel, r.Config.StatusRate)
 	b.WriteString("| target | measured | goal | met |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {

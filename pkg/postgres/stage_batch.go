@@ -64,6 +64,13 @@ func (b *stageBatcher) stage(ctx context.Context, row stageRow) (stageOutcome, e
 	b.queue = append(b.queue, call)
 	b.mu.Unlock()
 	for {
+		// An answer that is ready wins over a free flusher slot: select picks
+		// at random, and this caller should not write others' rows first.
+		select {
+		case r := <-call.done:
+			return r.out, r.err
+		default:
+		}
 		select {
 		case r := <-call.done:
 			return r.out, r.err
