@@ -51,6 +51,10 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	go notifier.Run(bg)
 	go db.WatchControl(bg, log) // keys, suppliers, teams and the limit cached in memory
+	stageRows := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dataimport_stage_statement_rows",
+		Help: "Staging requests written per statement (concurrent requests share one).", Buckets: prometheus.ExponentialBuckets(1, 2, 7)})
+	a.Registry.MustRegister(stageRows)
+	db.ObserveStaging(func(rows int) { stageRows.Observe(float64(rows)) })
 
 	secret, err := auth.LoadSecret(ctx, db, cfg.TokenSecret)
 	if err != nil {

@@ -117,6 +117,11 @@ func TestCreateHappyPath(t *testing.T) {
 			t.Errorf("worker metrics lack %q", want)
 		}
 	}
+	// The API's: one staging request, in one statement of one row.
+	if m := p.Request(http.MethodGet, "/metrics", nil).Body; !strings.Contains(string(m), "dataimport_stage_statement_rows_sum 1\n") ||
+		!strings.Contains(string(m), "dataimport_stage_statement_rows_count 1\n") {
+		t.Errorf("api metrics lack the staging statement of one row")
+	}
 }
 
 func TestCreateRefusals(t *testing.T) {

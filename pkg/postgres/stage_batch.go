@@ -17,7 +17,8 @@ import (
 type stageBatcher struct {
 	write    func(ctx context.Context, rows []stageRow) ([]stageOutcome, error)
 	maxBatch int
-	flushers chan struct{} // a slot per concurrent statement
+	flushers chan struct{}  // a slot per concurrent statement
+	observe  func(rows int) // told each committed statement's row count; may be nil
 
 	mu    sync.Mutex
 	queue []*stageCall
@@ -154,6 +155,7 @@ func (b *stageBatcher) writeRound(ctx context.Context, calls []*stageCall) {
 	}
 	outs, err := b.write(ctx, rows)
 	if err == nil {
+		b.written(len(rows))
 		for i, c := range calls {
 			c.done <- stageReply{out: outs[i]}
 		}
@@ -169,6 +171,13 @@ func (b *stageBatcher) writeRound(ctx context.Context, calls []*stageCall) {
 			c.done <- stageReply{err: err}
 			continue
 		}
+		b.written(1)
 		c.done <- stageReply{out: out[0]}
+	}
+}
+
+func (b *stageBatcher) written(rows int) {
+	if b.observe != nil {
+		b.observe(rows)
 	}
 }

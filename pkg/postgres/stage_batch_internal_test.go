@@ -65,6 +65,8 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 func TestStageBatcherGathersWhileAStatementRuns(t *testing.T) {
 	f := &fakeWrites{gate: make(chan struct{})}
 	b := newStageBatcher(1, 64, f.write)
+	var observed []int
+	b.observe = func(rows int) { observed = append(observed, rows) } // one flusher: no race
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -95,6 +97,9 @@ func TestStageBatcherGathersWhileAStatementRuns(t *testing.T) {
 	st := f.statements()
 	if len(st) != 2 || len(st[1]) != n {
 		t.Fatalf("statements: %d, rows in the second: %v; want 2 and %d", len(st), len(st), n)
+	}
+	if fmt.Sprint(observed) != "[1 20]" {
+		t.Fatalf("observed statement sizes %v, want [1 20]", observed)
 	}
 }
 

@@ -34,6 +34,10 @@ func (db *DB) Stage(ctx context.Context, supplier dataimport.Supplier, external 
 	return StageResult{}, refusal(p)
 }
 
+// ObserveStaging tells observe the row count of every staging statement
+// (for the batch-size metric). Call it before serving.
+func (db *DB) ObserveStaging(observe func(rows int)) { db.stager.observe = observe }
+
 // stageRows is the staging statement for distinct accounts: each row's
 // process is inserted or its staged version bumped, and the payload stored
 // under that version, all in one statement, so a version is never half
