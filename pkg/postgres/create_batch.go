@@ -17,8 +17,9 @@ import (
 // The creation transaction runs on the pgx connection under database/sql,
 // as one pipelined batch: BEGIN, a guard that locks the process row and
 // aborts unless the attempt is still the current one, every insert, the
-// process update and COMMIT. Rows that need a parent's id take it from the parent's sequence
-// (currval is per session, so it is the row this transaction just inserted).
+// process update and COMMIT. Rows that need a parent's id take it from the
+// parent's sequence (currval is per session, so it is the row this
+// transaction just inserted).
 // A statement that fails aborts the transaction, and we roll back; a
 // connection that cannot roll back is thrown away, never reused mid-transaction.
 

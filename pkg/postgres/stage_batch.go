@@ -30,6 +30,14 @@ type stageRow struct {
 	Payload    []byte
 }
 
+// stageKey is the account a row stages: one statement may touch it once.
+type stageKey struct {
+	supplierID int64
+	external   string
+}
+
+func (r stageRow) key() stageKey { return stageKey{r.SupplierID, r.External} }
+
 // stageOutcome is a row's result: Staged is false when the upsert refused
 // it (imported, in progress or skipped).
 type stageOutcome struct {
@@ -126,14 +134,10 @@ func (b *stageBatcher) flush(ctx context.Context, batch []*stageCall) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
 	for len(batch) > 0 {
-		type key struct {
-			sup int64
-			ext string
-		}
-		seen := make(map[key]bool, len(batch))
+		seen := make(map[stageKey]bool, len(batch))
 		var now, later []*stageCall
 		for _, c := range batch {
-			k := key{c.row.SupplierID, c.row.External}
+			k := c.row.key()
 			if seen[k] {
 				later = append(later, c)
 				continue

@@ -96,7 +96,11 @@ func TestStageBatcherGathersWhileAStatementRuns(t *testing.T) {
 	}
 	st := f.statements()
 	if len(st) != 2 || len(st[1]) != n {
-		t.Fatalf("statements: %d, rows in the second: %v; want 2 and %d", len(st), len(st), n)
+		sizes := make([]int, len(st))
+		for i, s := range st {
+			sizes[i] = len(s)
+		}
+		t.Fatalf("statement sizes %v, want [1 %d]", sizes, n)
 	}
 	if fmt.Sprint(observed) != "[1 20]" {
 		t.Fatalf("observed statement sizes %v, want [1 20]", observed)

@@ -72,15 +72,11 @@ func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, e
 		return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
 	}
 	defer res.Close()
-	type key struct {
-		sup int64
-		ext string
-	}
-	staged := make(map[key]stageOutcome, len(rows))
+	staged := make(map[stageKey]stageOutcome, len(rows))
 	for res.Next() {
-		var k key
+		var k stageKey
 		o := stageOutcome{Staged: true}
-		if err := res.Scan(&k.sup, &k.ext, &o.ProcessID, &o.Version); err != nil {
+		if err := res.Scan(&k.supplierID, &k.external, &o.ProcessID, &o.Version); err != nil {
 			return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
 		}
 		staged[k] = o
@@ -90,7 +86,7 @@ func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, e
 	}
 	outs := make([]stageOutcome, len(rows))
 	for i, r := range rows {
-		outs[i] = staged[key{r.SupplierID, r.External}] // absent: refused
+		outs[i] = staged[r.key()] // absent: refused
 	}
 	return outs, nil
 }
