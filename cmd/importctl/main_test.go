@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,8 +120,11 @@ func TestImportctlEndToEnd(t *testing.T) {
 
 	// set-status reaches the API (another process) through Postgres NOTIFY,
 	// within milliseconds.
+	// Until the pause arrives a staging is still accepted, so each try stages
+	// an account of its own and EXT-1 stays unstaged for the resume check.
 	mustCtl(t, "supplier", "set-status", "DEMO_ENERGY", "Paused")
-	if r := soon(func() testutilResponse { return stage("EXT-1") }, func(r testutilResponse) bool {
+	tries := 0
+	if r := soon(func() testutilResponse { tries++; return stage(fmt.Sprintf("EXT-PAUSE-%d", tries)) }, func(r testutilResponse) bool {
 		return r.Status == http.StatusBadRequest && r.JSON()["code"] == "import_supplier_migration_not_ongoing"
 	}); r.Status != http.StatusBadRequest || r.JSON()["code"] != "import_supplier_migration_not_ongoing" {
 		t.Fatalf("stage on paused supplier: %d %s", r.Status, r.Body)
