@@ -15,10 +15,10 @@ import (
 
 // ReconcileStore is what the reconciler reads and writes in Postgres.
 type ReconcileStore interface {
-	InProgressSince(ctx context.Context, before time.Time, limit int) ([]postgres.StuckProcess, error)
+	InProgressSince(ctx context.Context, before time.Time, after postgres.StuckProcess, limit int) ([]postgres.StuckProcess, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
 	StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error)
-	NotInProgress(ctx context.Context, ids []int64) ([]int64, error)
+	NotInProgress(ctx context.Context, owners []queue.SlotRef) ([]queue.SlotRef, error)
 }
 
 // EmailOutbox lists welcome e-mails still unsent after a while.
@@ -30,6 +30,7 @@ type EmailOutbox interface {
 type SlotSweeper interface {
 	Slots
 	Holders(ctx context.Context) ([]string, error)
+	RenewMany(ctx context.Context, holders []string) (missing []string, err error)
 }
 
 // TaskLookup asks asynq whether a task still exists.
@@ -53,7 +54,8 @@ type Reconciler struct {
 	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
 	Batch  int
 
-	suspects map[int64]bool // idle slot holders seen on the last pass
+	suspects map[queue.SlotRef]bool // idle slot owners seen on the last pass
+	cursor   postgres.StuckProcess  // where the next pass's scan of processes in progress resumes
 }
 
 // Run reconciles until ctx ends.
@@ -74,17 +76,26 @@ func (r *Reconciler) Run(ctx context.Context) {
 	}
 }
 
-// Once does one pass and returns how many jobs it enqueued again.
+// Once does one pass and returns how many jobs it enqueued again. Each pass
+// looks at up to Batch processes in progress, resuming where the last pass
+// stopped, so every one of them is looked at however many there are; and it
+// renews every live slot, whatever the batch.
 func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	batch := r.Batch
 	if batch <= 0 {
 		batch = 500
 	}
-	stuck, err := r.Store.InProgressSince(ctx, time.Now().Add(-r.Grace), batch)
+	stuck, err := r.Store.InProgressSince(ctx, time.Now().Add(-r.Grace), r.cursor, batch)
 	if err != nil {
 		return 0, err
 	}
+	if len(stuck) < batch {
+		r.cursor = postgres.StuckProcess{} // reached the end: start again next pass
+	} else {
+		r.cursor = stuck[len(stuck)-1]
+	}
 	requeued := 0
+	var waiting []queue.CreateAccount
 	for _, sp := range stuck {
 		p := queue.CreateAccount{ProcessID: sp.ProcessID, SupplierID: sp.SupplierID, ExternalAccountNumber: sp.ExternalAccountNumber,
 			Attempt: sp.Attempt, DryRun: sp.DryRun}
@@ -114,13 +125,11 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 			_ = r.Slots.Release(ctx, p.SlotHolder())
 			_ = r.Notify.Publish(ctx, p.ProcessID)
 		default:
-			// Queued or running: keep its slot alive while it waits.
-			if ok, err := r.Slots.Renew(ctx, p.SlotHolder()); err == nil && !ok {
-				if _, err := r.holdSlotIfLive(ctx, p); err != nil {
-					return requeued, err
-				}
-			}
+			waiting = append(waiting, p)
 		}
+	}
+	if err := r.keepSlots(ctx, waiting); err != nil {
+		return requeued, err
 	}
 	if err := r.sweepSlots(ctx); err != nil {
 		return requeued, err
@@ -128,38 +137,73 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	return requeued, r.resendEmails(ctx, batch)
 }
 
-// sweepSlots frees slots whose process is not in progress, when that was
-// already so on the previous pass. Normally every job releases its own
-// slot; this catches a release lost to a Redis or network blip before the
-// lease would. Waiting a pass spares the instant between the API taking a
-// slot and marking its process IN_PROGRESS.
+// keepSlots holds again the slots of queued or running attempts that lost
+// theirs (Redis restarted or flushed), so the count of accounts in progress
+// stays true.
+func (r *Reconciler) keepSlots(ctx context.Context, waiting []queue.CreateAccount) error {
+	if len(waiting) == 0 {
+		return nil
+	}
+	byHolder := make(map[string]queue.CreateAccount, len(waiting))
+	holders := make([]string, 0, len(waiting))
+	for _, p := range waiting {
+		byHolder[p.SlotHolder()] = p
+		holders = append(holders, p.SlotHolder())
+	}
+	missing, err := r.Slots.RenewMany(ctx, holders)
+	if err != nil {
+		return err
+	}
+	for _, h := range missing {
+		if _, err := r.holdSlotIfLive(ctx, byHolder[h]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepSlots renews every slot whose attempt is in progress (the leases of
+// jobs waiting in a long queue must not run out) and frees slots whose
+// attempt is not in progress, when that was already so on the previous
+// pass. Normally every job releases its own slot; this catches a release
+// lost to a Redis or network blip before the lease would. Waiting a pass
+// spares the instant between the API taking a slot and starting its attempt.
+// A slot names its attempt, so a newer attempt's slot is never freed here.
 func (r *Reconciler) sweepSlots(ctx context.Context) error {
 	holders, err := r.Slots.Holders(ctx)
 	if err != nil {
 		return err
 	}
-	var ids []int64
+	owners := make([]queue.SlotRef, 0, len(holders))
+	holderOf := make(map[queue.SlotRef]string, len(holders))
 	for _, h := range holders {
-		if id, ok := queue.HolderProcess(h); ok {
-			ids = append(ids, id)
+		if ref, ok := queue.HolderRef(h); ok {
+			owners = append(owners, ref)
+			holderOf[ref] = h
 		}
 	}
-	idle, err := r.Store.NotInProgress(ctx, ids)
+	idle, err := r.Store.NotInProgress(ctx, owners)
 	if err != nil {
 		return err
 	}
-	suspects := make(map[int64]bool, len(idle))
-	for _, id := range idle {
-		if r.suspects[id] {
-			if err := r.Slots.Release(ctx, queue.SlotHolder(id)); err != nil {
+	suspects := make(map[queue.SlotRef]bool, len(idle))
+	for _, ref := range idle {
+		if r.suspects[ref] {
+			if err := r.Slots.Release(ctx, holderOf[ref]); err != nil {
 				return err
 			}
-			continue
+		} else {
+			suspects[ref] = true
 		}
-		suspects[id] = true
+		delete(holderOf, ref)
 	}
 	r.suspects = suspects
-	return nil
+	live := make([]string, 0, len(holderOf))
+	for _, h := range holderOf {
+		live = append(live, h)
+	}
+	_, err = r.Slots.RenewMany(ctx, live)
+	return err
 }
 
 // resendEmails re-enqueues welcome e-mails whose task was lost after the

@@ -20,6 +20,7 @@ type ImportProcess struct {
 	Skipped               bool
 	StagedVersion         int
 	Attempt               int
+	DryRun                bool // the attempt in progress is a dry run
 	LatestError           *Error
 	PlatformAccountNumber string // "" until created
 	AccountCreatedAt      *time.Time

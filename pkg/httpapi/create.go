@@ -84,17 +84,38 @@ func (s *Server) createAccount(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
+	dryRun := req.DryRun != nil && *req.DryRun
 	// Watch before starting, so that even a job that finishes at once wakes us.
 	wake, stop := s.deps.Creator.Watch(proc.ID)
 	defer stop()
 	attempt, started := proc.Attempt, false
-	if proc.Status != dataimport.StatusInProgress {
+	if proc.Status == dataimport.StatusInProgress {
+		if err := joinable(proc, dryRun); err != nil {
+			abortWithError(c, err)
+			return
+		}
+	} else {
 		var ok bool
-		if attempt, started, ok = s.startAttempt(c, sup, proc, team.ID, req.DryRun != nil && *req.DryRun); !ok {
+		if attempt, started, ok = s.startAttempt(c, sup, proc, team.ID, dryRun); !ok {
 			return
 		}
 	}
 	s.awaitOutcome(c, sup, proc, attempt, wake, started)
+}
+
+// joinable refuses to join a running attempt whose dry-run flag differs from
+// the request's: a real create must not be answered by a dry run's rollback,
+// nor a dry run by a real account.
+func joinable(running dataimport.ImportProcess, dryRun bool) error {
+	if running.DryRun == dryRun {
+		return nil
+	}
+	kind := "a real creation"
+	if running.DryRun {
+		kind = "a dry run"
+	}
+	return dataimport.Errorf(dataimport.CodeImportInProgress,
+		"Account %s is being processed by %s; send this request again when it has finished.", running.ExternalAccountNumber, kind)
 }
 
 func refuseCreate(p dataimport.ImportProcess) error {
@@ -107,9 +128,12 @@ func refuseCreate(p dataimport.ImportProcess) error {
 	return nil
 }
 
-// startAttempt takes a concurrency slot, moves the process to IN_PROGRESS
-// and enqueues its job. Racing requests for one account share one slot (the
-// holder is the account) and one attempt (the conditional update picks one).
+// startAttempt takes the next attempt's concurrency slot, moves the process
+// to IN_PROGRESS as that attempt and enqueues its job. Racing requests for
+// one account name the same attempt, so they share one slot, and the
+// conditional update lets exactly one of them start it; the others join it.
+// A slot whose attempt did not start is released here and now: the slot
+// belongs to that attempt alone, so releasing it can never free another's.
 // It returns the attempt to wait for and whether this request started it.
 func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, teamID int64, dryRun bool) (attempt int, started, ok bool) {
 	ctx := c.Request.Context()
@@ -121,7 +145,8 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 	if !on {
 		limit = 0
 	}
-	holder := queue.SlotHolder(proc.ID)
+	next := proc.Attempt + 1
+	holder := queue.SlotHolder(proc.ID, next)
 	ok, err = s.deps.Creator.Acquire(ctx, holder, limit)
 	if err != nil {
 		abortWithError(c, err)
@@ -135,34 +160,64 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 			Detail: "Too many accounts are being created at once. Retry after other accounts finish processing."})
 		return 0, false, false
 	}
-	attempt, started, err = s.deps.Store.StartAttempt(ctx, proc.ID, teamID, dryRun)
+	// Whatever happens from here on a request that returns without its
+	// attempt running gives the slot back (even if the caller hung up).
+	release := func() { _ = s.deps.Creator.Release(context.WithoutCancel(ctx), holder) }
+	attempt, started, err = s.deps.Store.StartAttempt(ctx, proc.ID, proc.Attempt, teamID, dryRun)
 	if err != nil {
+		release()
 		abortWithError(c, err)
 		return 0, false, false
 	}
 	if !started {
-		// Another request got there first: join its attempt.
-		cur, err := s.deps.Store.Process(ctx, sup.ID, proc.ExternalAccountNumber)
-		if err != nil {
-			abortWithError(c, err)
-			return 0, false, false
-		}
-		if err := refuseCreate(cur); err != nil {
-			abortWithError(c, err)
-			return 0, false, false
-		}
-		return cur.Attempt, false, true
+		return s.joinAttempt(c, sup, proc, next, dryRun, release)
 	}
 	task := queue.CreateAccount{ProcessID: proc.ID, SupplierID: sup.ID, ExternalAccountNumber: proc.ExternalAccountNumber, Attempt: attempt, DryRun: dryRun}
 	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
 		// Put things back so that the partner can simply retry.
-		bg := context.WithoutCancel(ctx)
-		_ = s.deps.Store.AbandonAttempt(bg, proc.ID, attempt)
-		_ = s.deps.Creator.Release(bg, holder)
+		_ = s.deps.Store.AbandonAttempt(context.WithoutCancel(ctx), proc.ID, attempt)
+		release()
 		abortWithError(c, err)
 		return 0, false, false
 	}
 	return attempt, true, true
+}
+
+// joinAttempt handles a start that another request won (or a state change
+// that got in first): it joins the attempt running now if it may, answers
+// from an attempt that already ended, and otherwise refuses; the slot taken
+// for the attempt `next` is kept only when that attempt is running.
+func (s *Server) joinAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, next int, dryRun bool, release func()) (attempt int, started, ok bool) {
+	cur, err := s.deps.Store.Process(c.Request.Context(), sup.ID, proc.ExternalAccountNumber)
+	if err != nil {
+		release()
+		abortWithError(c, err)
+		return 0, false, false
+	}
+	running := cur.Status == dataimport.StatusInProgress
+	if !running || cur.Attempt != next {
+		release()
+	}
+	if err := refuseCreate(cur); err != nil {
+		abortWithError(c, err)
+		return 0, false, false
+	}
+	switch {
+	case running:
+		if err := joinable(cur, dryRun); err != nil {
+			abortWithError(c, err)
+			return 0, false, false
+		}
+		return cur.Attempt, false, true
+	case cur.Attempt > proc.Attempt:
+		// An attempt started and ended while we looked: its outcome is the answer.
+		return cur.Attempt, false, true
+	}
+	// Nothing started (the process changed under us in a way that allows
+	// no attempt now); the partner may simply send the request again.
+	renderError(c, &dataimport.Error{Code: dataimport.CodeServiceUnavailable, RetryAfterSeconds: 1,
+		Detail: "The account changed while this request was being handled. Send it again."})
+	return 0, false, false
 }
 
 // awaitOutcome waits for the attempt's recorded outcome: woken by the

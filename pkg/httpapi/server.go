@@ -34,7 +34,7 @@ type Store interface {
 	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error
 	TeamByName(ctx context.Context, name string) (dataimport.Team, error)
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
-	StartAttempt(ctx context.Context, processID, teamID int64, dryRun bool) (int, bool, error)
+	StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (int, bool, error)
 	AbandonAttempt(ctx context.Context, processID int64, attempt int) error
 	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
 }

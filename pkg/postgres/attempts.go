@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/queue"
 )
 
 // Attempt outcomes recorded in import_attempts.
@@ -21,17 +22,19 @@ const (
 	OutcomeDryRun    = "DRY_RUN"
 )
 
-// StartAttempt moves a staged, UNKNOWN process to IN_PROGRESS and numbers the
-// attempt. The condition makes it race-free: of many concurrent creates for
-// one account exactly one starts an attempt; started=false tells the others
-// to look at the process again (and usually wait on that attempt).
-func (db *DB) StartAttempt(ctx context.Context, processID, teamID int64, dryRun bool) (attempt int, started bool, err error) {
+// StartAttempt moves a staged, UNKNOWN process whose last attempt is
+// `after` to IN_PROGRESS as attempt after+1. The condition makes it
+// race-free: of many concurrent creates for one account exactly one starts
+// the attempt; started=false tells the others to look at the process again
+// (and usually wait on that attempt). Naming the attempt up front lets the
+// caller take the attempt's concurrency slot before starting it.
+func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (attempt int, started bool, err error) {
 	var out []int
 	err = db.gorm.WithContext(ctx).Raw(`
 		UPDATE import_processes
 		   SET status = 'IN_PROGRESS', attempt = attempt + 1, dry_run = ?, operations_team_id = ?, modified_at = now()
-		 WHERE id = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
-		RETURNING attempt`, dryRun, teamID, processID).Scan(&out).Error
+		 WHERE id = ? AND attempt = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
+		RETURNING attempt`, dryRun, teamID, processID, after).Scan(&out).Error
 	if err != nil {
 		return 0, false, fmt.Errorf("start attempt: %w", err)
 	}
@@ -136,15 +139,20 @@ type StuckProcess struct {
 	ExternalAccountNumber string
 	Attempt               int
 	DryRun                bool
+	ModifiedAt            time.Time
 }
 
-// InProgressSince lists processes IN_PROGRESS since before the cut-off.
-func (db *DB) InProgressSince(ctx context.Context, before time.Time, limit int) ([]StuckProcess, error) {
+// InProgressSince lists up to limit processes IN_PROGRESS since before the
+// cut-off, in (modified_at, id) order, starting after the given one (zero
+// value: from the start). Paging with it reaches every such process, however
+// many there are.
+func (db *DB) InProgressSince(ctx context.Context, before time.Time, after StuckProcess, limit int) ([]StuckProcess, error) {
 	var out []StuckProcess
 	err := db.gorm.WithContext(ctx).Raw(`
-		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run
-		  FROM import_processes WHERE status = 'IN_PROGRESS' AND modified_at < ?
-		 ORDER BY modified_at LIMIT ?`, before, limit).Scan(&out).Error
+		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run, modified_at
+		  FROM import_processes
+		 WHERE status = 'IN_PROGRESS' AND modified_at < ? AND (modified_at, id) > (?, ?)
+		 ORDER BY modified_at, id LIMIT ?`, before, after.ModifiedAt, after.ProcessID, limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("in-progress processes: %w", err)
 	}
@@ -171,18 +179,33 @@ func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int)
 	return n == 1, nil
 }
 
-// NotInProgress returns those of ids whose process is not IN_PROGRESS (or
-// does not exist): their concurrency slots, if any, are stale.
-func (db *DB) NotInProgress(ctx context.Context, ids []int64) ([]int64, error) {
-	if len(ids) == 0 {
+// NotInProgress returns those of the slot owners whose attempt is not in
+// progress (or whose process does not exist): their slots are stale. An
+// owner with attempt 0 stands for any attempt of its process.
+func (db *DB) NotInProgress(ctx context.Context, owners []queue.SlotRef) ([]queue.SlotRef, error) {
+	if len(owners) == 0 {
 		return nil, nil
 	}
-	var out []int64
+	ids := make([]int64, len(owners))
+	attempts := make([]int64, len(owners))
+	for i, o := range owners {
+		ids[i], attempts[i] = o.ProcessID, int64(o.Attempt)
+	}
+	var rows []struct {
+		ID      int64
+		Attempt int
+	}
 	err := db.gorm.WithContext(ctx).Raw(`
-		SELECT x.id FROM unnest(?::bigint[]) AS x(id)
-		 WHERE NOT EXISTS (SELECT 1 FROM import_processes p WHERE p.id = x.id AND p.status = 'IN_PROGRESS')`, pgIDs(ids)).Scan(&out).Error
+		SELECT x.id, x.attempt FROM unnest(?::bigint[], ?::bigint[]) AS x(id, attempt)
+		 WHERE NOT EXISTS (SELECT 1 FROM import_processes p
+		                    WHERE p.id = x.id AND p.status = 'IN_PROGRESS' AND (x.attempt = 0 OR p.attempt = x.attempt))`,
+		pgIDs(ids), pgIDs(attempts)).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("processes not in progress: %w", err)
+	}
+	out := make([]queue.SlotRef, len(rows))
+	for i, r := range rows {
+		out[i] = queue.SlotRef{ProcessID: r.ID, Attempt: r.Attempt}
 	}
 	return out, nil
 }

@@ -106,7 +106,9 @@ func (e *env) stage(s dataimport.Supplier, external string, edit func(map[string
 
 func (e *env) start(processID int64, dryRun bool) int {
 	e.tb.Helper()
-	attempt, started, err := e.db.StartAttempt(e.ctx, processID, e.teamID, dryRun)
+	var last int
+	e.scalar(&last, `SELECT attempt FROM import_processes WHERE id = ?`, processID)
+	attempt, started, err := e.db.StartAttempt(e.ctx, processID, last, e.teamID, dryRun)
 	e.must(err)
 	if !started {
 		e.tb.Fatalf("process %d: attempt not started", processID)
@@ -142,7 +144,7 @@ func (e *env) tryPrepare(s dataimport.Supplier, external string) (postgres.Creat
 	if err != nil {
 		return postgres.CreationInput{}, err
 	}
-	attempt, started, err := e.db.StartAttempt(e.ctx, st.ProcessID, e.teamID, false)
+	attempt, started, err := e.db.StartAttempt(e.ctx, st.ProcessID, 0, e.teamID, false)
 	if err != nil || !started {
 		return postgres.CreationInput{}, fmt.Errorf("start attempt: started=%v: %w", started, err)
 	}
@@ -509,7 +511,7 @@ func TestCreateAccountIdempotent(t *testing.T) {
 		t.Errorf("import_attempts = %+v", at)
 	}
 	// A completed process starts no new attempt.
-	if _, started, err := e.db.StartAttempt(e.ctx, in.ProcessID, e.teamID, false); err != nil || started {
+	if _, started, err := e.db.StartAttempt(e.ctx, in.ProcessID, in.Attempt, e.teamID, false); err != nil || started {
 		t.Errorf("StartAttempt on a completed process: started=%v err=%v", started, err)
 	}
 }

@@ -20,6 +20,7 @@ type processRow struct {
 	Skipped               bool
 	StagedVersion         int
 	Attempt               int
+	DryRun                bool
 	LatestError           []byte
 	PlatformAccountNumber *string
 	AccountCreatedAt      *time.Time
@@ -33,7 +34,7 @@ func (r processRow) domain() dataimport.ImportProcess {
 	p := dataimport.ImportProcess{
 		ID: r.ID, SupplierID: r.SupplierID, ExternalAccountNumber: r.ExternalAccountNumber,
 		Status: dataimport.ImportStatus(r.Status), Skipped: r.Skipped, StagedVersion: r.StagedVersion,
-		Attempt: r.Attempt, AccountCreatedAt: r.AccountCreatedAt, CreatedAt: r.CreatedAt, ModifiedAt: r.ModifiedAt,
+		Attempt: r.Attempt, DryRun: r.DryRun, AccountCreatedAt: r.AccountCreatedAt, CreatedAt: r.CreatedAt, ModifiedAt: r.ModifiedAt,
 	}
 	if r.PlatformAccountNumber != nil {
 		p.PlatformAccountNumber = *r.PlatformAccountNumber

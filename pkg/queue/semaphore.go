@@ -99,6 +99,23 @@ end
 return 1
 `)
 
+// RenewMany: ARGV = lease ms, holders... Renews every listed holder that
+// still holds a live slot and returns those that did not.
+var renewManyScript = goredis.NewScript(luaPrelude + `
+local expiry = now + tonumber(ARGV[1])
+local missing = {}
+for i = 2, #ARGV do
+  local cur = redis.call('ZSCORE', key, ARGV[i])
+  if not cur then
+    missing[#missing + 1] = ARGV[i]
+  elseif expiry > tonumber(cur) then
+    redis.call('ZADD', key, 'XX', expiry, ARGV[i])
+  end
+end
+touch()
+return missing
+`)
+
 // Release: ARGV = holder.
 var releaseScript = goredis.NewScript(`
 redis.call('ZREM', KEYS[1], ARGV[1])
@@ -158,6 +175,33 @@ func (s *Semaphore) Renew(ctx context.Context, holder string) (bool, error) {
 		return false, fmt.Errorf("semaphore renew %s: %w", holder, err)
 	}
 	return n == 1, nil
+}
+
+// renewChunk bounds one RenewMany script call, so a long list never blocks
+// Redis for long.
+const renewChunk = 500
+
+// RenewMany is Renew for many holders in few round trips; it returns the
+// holders that no longer held a slot (not renewed).
+func (s *Semaphore) RenewMany(ctx context.Context, holders []string) (missing []string, err error) {
+	for len(holders) > 0 {
+		n := min(len(holders), renewChunk)
+		args := make([]any, 0, n+1)
+		args = append(args, s.leaseMS)
+		for _, h := range holders[:n] {
+			if h == "" {
+				return missing, errNoHolder
+			}
+			args = append(args, h)
+		}
+		gone, err := renewManyScript.Run(ctx, s.c, []string{s.key}, args...).StringSlice()
+		if err != nil {
+			return missing, fmt.Errorf("semaphore renew %d holders: %w", n, err)
+		}
+		missing = append(missing, gone...)
+		holders = holders[n:]
+	}
+	return missing, nil
 }
 
 // Release frees the holder's slot (idempotent).

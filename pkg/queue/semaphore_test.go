@@ -355,3 +355,58 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	}
 }
+
+func TestRenewManyRenewsLiveAndReportsMissing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, testLease)
+	// More holders than one script call takes, so the chunking is exercised.
+	var held []string
+	for i := range 1203 {
+		h := fmt.Sprintf("H%d", i)
+		mustAcquire(t, s, h, 0, true)
+		held = append(held, h)
+	}
+	if err := s.Release(ctx, "H7"); err != nil {
+		t.Fatal(err)
+	}
+	// Renew every 100ms for twice the lease: every live holder survives.
+	for range 6 {
+		time.Sleep(100 * time.Millisecond)
+		missing, err := s.RenewMany(ctx, append(held, "never-held"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(missing, ",") != "H7,never-held" {
+			t.Fatalf("RenewMany missing = %v, want [H7 never-held]", missing)
+		}
+	}
+	mustInUse(t, s, 1202)
+	// RenewMany must not resurrect a released slot.
+	if n, err := rdb.ZScore(ctx, s.key, "H7").Result(); err == nil {
+		t.Fatalf("H7 came back with score %v", n)
+	}
+}
+
+func TestHolderRefRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		holder string
+		want   queue.SlotRef
+		ok     bool
+	}{
+		{queue.SlotHolder(42, 3), queue.SlotRef{ProcessID: 42, Attempt: 3}, true},
+		{"process:42", queue.SlotRef{ProcessID: 42}, true}, // named before slots carried the attempt
+		{"process:42:0", queue.SlotRef{}, false},
+		{"process:42:x", queue.SlotRef{}, false},
+		{"process:", queue.SlotRef{}, false},
+		{"other:1", queue.SlotRef{}, false},
+	} {
+		got, ok := queue.HolderRef(tc.holder)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("HolderRef(%q) = %v, %v; want %v, %v", tc.holder, got, ok, tc.want, tc.ok)
+		}
+	}
+	if queue.SlotHolder(42, 3) == queue.SlotHolder(42, 4) {
+		t.Fatal("two attempts of one process share a slot holder")
+	}
+}

@@ -42,20 +42,43 @@ func (p CreateAccount) TaskID() string {
 	return "create:" + strconv.FormatInt(p.ProcessID, 10) + ":" + strconv.Itoa(p.Attempt)
 }
 
-// SlotHolder names the concurrency slot the account holds while in progress.
-func (p CreateAccount) SlotHolder() string { return SlotHolder(p.ProcessID) }
+// SlotHolder names the concurrency slot this attempt holds while in progress.
+func (p CreateAccount) SlotHolder() string { return SlotHolder(p.ProcessID, p.Attempt) }
 
-// SlotHolder is the semaphore member for a process.
-func SlotHolder(processID int64) string { return "process:" + strconv.FormatInt(processID, 10) }
+// SlotHolder is the semaphore member of one attempt of a process. A slot
+// belongs to one attempt, so whoever ends or sweeps an old attempt can never
+// free the slot a newer attempt of the same account holds.
+func SlotHolder(processID int64, attempt int) string {
+	return "process:" + strconv.FormatInt(processID, 10) + ":" + strconv.Itoa(attempt)
+}
 
-// HolderProcess is the inverse of SlotHolder.
-func HolderProcess(holder string) (int64, bool) {
+// SlotRef is the attempt a slot belongs to. Attempt 0 is a holder named
+// before slots carried their attempt ("process:<id>"): it belongs to
+// whatever attempt of the process is running.
+type SlotRef struct {
+	ProcessID int64
+	Attempt   int
+}
+
+// HolderRef is the inverse of SlotHolder.
+func HolderRef(holder string) (SlotRef, bool) {
 	rest, ok := strings.CutPrefix(holder, "process:")
 	if !ok {
-		return 0, false
+		return SlotRef{}, false
 	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	return id, err == nil
+	idPart, attemptPart, hasAttempt := strings.Cut(rest, ":")
+	id, err := strconv.ParseInt(idPart, 10, 64)
+	if err != nil {
+		return SlotRef{}, false
+	}
+	if !hasAttempt {
+		return SlotRef{ProcessID: id}, true
+	}
+	attempt, err := strconv.Atoi(attemptPart)
+	if err != nil || attempt <= 0 {
+		return SlotRef{}, false
+	}
+	return SlotRef{ProcessID: id, Attempt: attempt}, true
 }
 
 // Task builds the asynq task.
