@@ -207,7 +207,9 @@ func (r *Reconciler) sweepSlots(ctx context.Context) error {
 }
 
 // resendEmails re-enqueues welcome e-mails whose task was lost after the
-// account committed. Task IDs dedupe those still queued.
+// account committed, and those claimed long ago and still sending (the
+// handler flags them unknown once stale; it never sends them again). Task
+// IDs dedupe those still queued.
 func (r *Reconciler) resendEmails(ctx context.Context, batch int) error {
 	if r.Emails == nil {
 		return nil

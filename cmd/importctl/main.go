@@ -48,7 +48,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVar(&a.asJSON, "json", false, "machine-readable JSON output")
-	root.AddCommand(a.migrateCmd(), a.supplierCmd(), a.teamCmd(), a.orgCmd(), a.apikeyCmd(), a.limitCmd(), a.accountCmd(), a.statementCmd())
+	root.AddCommand(a.migrateCmd(), a.supplierCmd(), a.teamCmd(), a.orgCmd(), a.apikeyCmd(), a.limitCmd(), a.accountCmd(), a.statementCmd(), a.emailCmd())
 	return root
 }
 

@@ -61,7 +61,8 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
-	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender, Log: log}})
+	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
+		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
 		Emails: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
 

@@ -32,6 +32,13 @@ type Claims struct {
 	KeyID int64  `json:"key"`
 }
 
+// ClockSkew is how far apart the clocks of the replicas that mint and check a
+// token may be: a token minted on a replica whose clock runs a few seconds
+// ahead is not "issued in the future" elsewhere, and a token expired by less
+// than this still passes. It is applied to every time claim (iat, nbf, exp)
+// in one place, the parser built by newParser.
+const ClockSkew = 5 * time.Second
+
 // Issuer signs and verifies tokens with an HMAC secret.
 type Issuer struct {
 	secret     []byte
@@ -75,7 +82,7 @@ func (i *Issuer) sign(kind string, orgID, keyID int64, now, exp time.Time) (stri
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.FormatInt(orgID, 10),
 			IssuedAt:  jwt.NewNumericDate(now),
-			NotBefore: jwt.NewNumericDate(now.Add(-5 * time.Second)),
+			NotBefore: jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(exp),
 			ID:        uuid.NewString(),
 		},
@@ -94,12 +101,19 @@ func (i *Issuer) ParseAccess(token string) (Claims, error) { return i.parse(toke
 // ParseRefresh verifies a refresh token.
 func (i *Issuer) ParseRefresh(token string) (Claims, error) { return i.parse(token, kindRefresh) }
 
+// newParser is the one token parser: every time claim is checked against
+// i.now with ClockSkew of leeway, and only HS256 is accepted ("alg: none" and
+// algorithm-confusion tokens fail here).
+func (i *Issuer) newParser() *jwt.Parser {
+	return jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithTimeFunc(i.now), jwt.WithLeeway(ClockSkew),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+}
+
 func (i *Issuer) parse(token, kind string) (Claims, error) {
 	var c Claims
-	// Only HS256 is accepted: "alg: none" and algorithm-confusion tokens fail here.
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return i.secret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithTimeFunc(i.now), jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+	_, err := i.newParser().ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return i.secret, nil })
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return Claims{}, ErrTokenExpired

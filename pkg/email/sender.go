@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"strings"
@@ -29,14 +30,29 @@ const Timeout = 10 * time.Second
 // operator can fix) is transient and worth retrying.
 var ErrPermanent = errors.New("permanent SMTP rejection")
 
+// ErrOutcomeUnknown marks a message whose end of data (the final dot after
+// DATA) was sent and then no reply came (connection lost, timeout): the
+// server may have accepted it or not. Sending it again could deliver it
+// twice. Every error that wraps neither this nor ErrPermanent happened
+// before the message was complete (connecting, greeting, TLS, AUTH, MAIL,
+// RCPT, DATA, writing the content) or is an explicit 4xx refusal of it, so
+// the message was definitely not delivered and a retry is safe.
+var ErrOutcomeUnknown = errors.New("SMTP outcome unknown")
+
 // Message is one plain-text e-mail to one recipient.
 type Message struct {
 	To      string
 	Subject string
 	Text    string
+	// MessageID, when set, is the Message-ID header: the left part of
+	// <MessageID@domain of the sender address>, or the whole id if it has
+	// an @. A stable one lets relays and mail clients drop a second copy.
+	MessageID string
 }
 
 // Sender delivers messages. Implementations are safe for concurrent use.
+// Send returns nil when the server accepted the message, an error wrapping
+// ErrOutcomeUnknown when it may have, and any other error when it did not.
 type Sender interface {
 	Send(ctx context.Context, m Message) error
 }
@@ -72,7 +88,7 @@ func (s LogSender) Send(ctx context.Context, m Message) error {
 	if l == nil {
 		l = slog.Default()
 	}
-	l.InfoContext(ctx, "e-mail not sent: SMTP_URL is empty", "to", m.To, "subject", m.Subject)
+	l.InfoContext(ctx, "e-mail not sent: SMTP_URL is empty", "to", m.To, "subject", m.Subject, "message_id", m.MessageID)
 	return nil
 }
 
@@ -83,6 +99,7 @@ type smtpSender struct {
 	user, pass  string
 	hasAuth     bool
 	from        string
+	idDomain    string         // right part of generated Message-IDs: the sender address's domain
 	rootCAs     *x509.CertPool // nil: the system roots (tests set their own)
 	timeout     time.Duration
 }
@@ -131,6 +148,12 @@ func newSMTPSender(smtpURL, from string, rootCAs *x509.CertPool) (*smtpSender, e
 	if err := mail.NewMsg().From(s.from); err != nil {
 		return nil, fmt.Errorf("SMTP sender address %q: %w", s.from, err)
 	}
+	s.idDomain = "localhost"
+	if a, err := netmail.ParseAddress(s.from); err == nil {
+		if _, domain, ok := strings.Cut(a.Address, "@"); ok && domain != "" {
+			s.idDomain = domain
+		}
+	}
 	return s, nil
 }
 
@@ -147,6 +170,12 @@ func (s *smtpSender) Send(ctx context.Context, m Message) error {
 	}
 	msg.Subject(m.Subject)
 	msg.SetBodyString(mail.TypeTextPlain, m.Text)
+	if id := m.MessageID; id != "" {
+		if !strings.Contains(id, "@") {
+			id += "@" + s.idDomain
+		}
+		msg.SetMessageIDWithValue(id)
+	}
 
 	c, err := mail.NewClient(s.host, s.options()...)
 	if err != nil {
@@ -166,7 +195,19 @@ func (s *smtpSender) Send(ctx context.Context, m Message) error {
 	if isPermanent(err) {
 		return fmt.Errorf("email: deliver to %s: %w: %w", m.To, ErrPermanent, err)
 	}
+	if isUnanswered(err) {
+		return fmt.Errorf("email: deliver to %s: %w: %w", m.To, ErrOutcomeUnknown, err)
+	}
 	return fmt.Errorf("email: deliver to %s: %w", m.To, err)
+}
+
+// isUnanswered reports a failure after the whole message, final dot
+// included, was handed to the connection, without an SMTP reply to it (go-mail
+// gives ErrorCode 0 when no reply code was read). Every earlier failure
+// leaves the server with an incomplete transaction, which it must discard.
+func isUnanswered(err error) bool {
+	var se *mail.SendError
+	return errors.As(err, &se) && se.Reason == mail.ErrSMTPDataClose && se.ErrorCode() == 0
 }
 
 func (s *smtpSender) options() []mail.Option {

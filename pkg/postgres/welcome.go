@@ -6,8 +6,17 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+)
 
-	"gorm.io/gorm"
+// States of a welcome e-mail (migration 00008). Only a claim (pending →
+// sending) allows a send, and each statement below is its own short
+// transaction: none is open while the SMTP conversation runs.
+const (
+	WelcomePending       = "pending"       // not sent; the next attempt may claim it
+	WelcomeSending       = "sending"       // claimed: one attempt is sending it, or died doing so
+	WelcomeSent          = "sent"          // accepted by the mail server
+	WelcomeUnknown       = "unknown"       // an attempt was interrupted after its claim: maybe sent; an operator decides
+	WelcomeUndeliverable = "undeliverable" // refused for good by the mail server
 )
 
 // WelcomeEmail is one row of the welcome e-mail outbox with what the message
@@ -21,42 +30,38 @@ type WelcomeEmail struct {
 	Title                 string
 	SupplierCode          string
 	PlatformAccountNumber string
+	State                 string
+	Attempts              int    // claims so far; the current claim's number while sending
+	MessageID             string // left part of the Message-ID, set by the first claim
+	ClaimedAt             *time.Time
 	SentAt                *time.Time
+	LastError             *string
 }
 
 // ErrWelcomeEmailNotFound means no outbox row has the ID (never written, or
 // removed with its account).
 var ErrWelcomeEmailNotFound = errors.New("welcome e-mail not found")
 
-// ErrUndeliverable, wrapped into the error a ClaimWelcomeEmail send callback
-// returns, records the failure as final: UnsentWelcomeEmails no longer lists
-// the row, so a reconciler does not re-enqueue a message the mail server has
-// refused for good.
-var ErrUndeliverable = errors.New("welcome e-mail undeliverable")
-
-// welcomeUndeliverablePrefix starts last_error of rows given up on.
-const welcomeUndeliverablePrefix = "undeliverable: "
+// ErrWelcomeEmailNotUnknown is ResendWelcomeEmail's answer for a row whose
+// outcome is known (or still being decided): only unknown ones are resent.
+var ErrWelcomeEmailNotUnknown = errors.New("welcome e-mail is not in state unknown")
 
 // welcomeLastErrorMax caps the stored error text (runes).
 const welcomeLastErrorMax = 2000
 
 const welcomeEmailSelect = `
 SELECT w.id, w.account_id, w.email, c.given_name, c.family_name, c.title,
-       s.code AS supplier_code, a.platform_account_number, w.sent_at
+       s.code AS supplier_code, a.platform_account_number,
+       w.state, w.attempts, coalesce(w.message_id, '') AS message_id, w.claimed_at, w.sent_at, w.last_error
   FROM welcome_emails w
   JOIN account_customers c ON c.id = w.customer_id
   JOIN accounts a          ON a.id = w.account_id
-  JOIN import_suppliers s  ON s.id = a.supplier_id
- WHERE w.id = ?`
+  JOIN import_suppliers s  ON s.id = a.supplier_id`
 
 // WelcomeEmail loads one outbox row with its customer, account and supplier.
 func (db *DB) WelcomeEmail(ctx context.Context, id int64) (WelcomeEmail, error) {
-	return loadWelcomeEmail(db.gorm.WithContext(ctx), id, "")
-}
-
-func loadWelcomeEmail(q *gorm.DB, id int64, suffix string) (WelcomeEmail, error) {
 	var rows []WelcomeEmail
-	if err := q.Raw(welcomeEmailSelect+suffix, id).Scan(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(welcomeEmailSelect+` WHERE w.id = ?`, id).Scan(&rows).Error; err != nil {
 		return WelcomeEmail{}, fmt.Errorf("load welcome e-mail %d: %w", id, err)
 	}
 	if len(rows) == 0 {
@@ -65,68 +70,105 @@ func loadWelcomeEmail(q *gorm.DB, id int64, suffix string) (WelcomeEmail, error)
 	return rows[0], nil
 }
 
-// ClaimWelcomeEmail sends the welcome e-mail id at most once. In one
-// transaction it locks the row (SELECT … FOR UPDATE); if the e-mail was sent
-// already it returns (false, nil) without calling send. Otherwise it calls
-// send while holding the lock, so a second worker waits and then sees
-// sent_at; on success it sets sent_at and counts the attempt, on failure it
-// counts the attempt, stores last_error and returns send's error. Either way
-// the outcome is committed.
-//
-// The bookkeeping after send is not cancelled with ctx (a worker shutting
-// down mid-send still records what happened); ctx bounds the wait for the lock.
-func (db *DB) ClaimWelcomeEmail(ctx context.Context, id int64, send func(WelcomeEmail) error) (sent bool, err error) {
-	// database/sql rolls a transaction back when its context ends, so the
-	// transaction lives on a context detached from ctx, bounded on its own.
-	txCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var sendErr error
-	err = db.gorm.WithContext(txCtx).Transaction(func(tx *gorm.DB) error {
-		w, err := loadWelcomeEmail(tx.WithContext(ctx), id, " FOR UPDATE OF w")
-		if err != nil {
-			return err
-		}
-		if w.SentAt != nil {
-			return nil
-		}
-		if sendErr = send(w); sendErr == nil {
-			sent = true
-			if err := tx.Exec(`UPDATE welcome_emails SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = ?`, id).Error; err != nil {
-				return fmt.Errorf("mark welcome e-mail %d sent: %w", id, err)
-			}
-			return nil
-		}
-		msg := sendErr.Error()
-		if errors.Is(sendErr, ErrUndeliverable) {
-			msg = welcomeUndeliverablePrefix + msg
-		}
-		if utf8.RuneCountInString(msg) > welcomeLastErrorMax {
-			msg = string([]rune(msg)[:welcomeLastErrorMax])
-		}
-		if err := tx.Exec(`UPDATE welcome_emails SET attempts = attempts + 1, last_error = ? WHERE id = ?`, msg, id).Error; err != nil {
-			return fmt.Errorf("record welcome e-mail %d failure: %w", id, err)
-		}
-		return nil
-	})
-	switch {
-	case err != nil && sendErr != nil:
-		return false, errors.Join(sendErr, err)
-	case err != nil:
-		// If send succeeded but the commit failed, the e-mail went out while
-		// the row still says unsent; a retry may send it again. Holding the
-		// lock makes that window as small as it can be without risking the
-		// opposite failure (a claimed e-mail that is never sent).
-		return false, err
-	case sendErr != nil:
-		return false, sendErr
+// ClaimWelcomeEmail moves e-mail id from pending to sending in one statement:
+// attempts+1, claimed_at = now() and the deterministic Message-ID
+// welcome-<id>.<account number> (the same on every claim, so a deliberate
+// resend carries the same Message-ID and a relay or mail client can drop the
+// copy). claimed reports whether this call made the claim and may send; the
+// row is returned either way, as it is after the call.
+func (db *DB) ClaimWelcomeEmail(ctx context.Context, id int64) (w WelcomeEmail, claimed bool, err error) {
+	res := db.gorm.WithContext(ctx).Exec(`
+		UPDATE welcome_emails w
+		   SET state = 'sending', claimed_at = now(), attempts = w.attempts + 1,
+		       message_id = 'welcome-' || w.id || '.' || a.platform_account_number
+		  FROM accounts a
+		 WHERE w.id = ? AND w.state = 'pending' AND a.id = w.account_id`, id)
+	if res.Error != nil {
+		return WelcomeEmail{}, false, fmt.Errorf("claim welcome e-mail %d: %w", id, res.Error)
 	}
-	return sent, nil
+	w, err = db.WelcomeEmail(ctx, id)
+	return w, res.RowsAffected == 1, err
 }
 
-// UnsentWelcomeEmails lists up to limit outbox rows, oldest first, written
-// more than olderThan ago and still unsent, except those given up on as
-// undeliverable: the stragglers whose job was lost or ran out of retries, for
-// a reconciler to enqueue again.
+// FinishWelcomeEmail records the outcome of claim number attempt: state is
+// WelcomeSent, WelcomePending (definitely not delivered: a later attempt may
+// claim it again), WelcomeUndeliverable or WelcomeUnknown; failure is the
+// error text (empty on success). It applies only while that claim is the
+// row's latest and its outcome is open (sending, or flagged unknown by
+// another attempt that thought this one dead, since this one now knows
+// better); recorded reports whether it applied.
+func (db *DB) FinishWelcomeEmail(ctx context.Context, id int64, attempt int, state, failure string) (recorded bool, err error) {
+	switch state {
+	case WelcomeSent, WelcomePending, WelcomeUndeliverable, WelcomeUnknown:
+	default:
+		return false, fmt.Errorf("finish welcome e-mail %d: invalid outcome %q", id, state)
+	}
+	res := db.gorm.WithContext(ctx).Exec(`
+		UPDATE welcome_emails
+		   SET state = ?::text,
+		       sent_at = CASE WHEN ?::text = 'sent' THEN now() END,
+		       last_error = NULLIF(?, '')
+		 WHERE id = ? AND attempts = ? AND state IN ('sending', 'unknown')`,
+		state, state, truncateError(failure), id, attempt)
+	if res.Error != nil {
+		return false, fmt.Errorf("record welcome e-mail %d as %s: %w", id, state, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// FlagStaleWelcomeEmail marks claim number attempt unknown if it is still
+// sending after staleAfter (by the database's clock, the one claimed_at was
+// set with): the attempt that made it died somewhere between claim and
+// outcome. flagged reports whether this call did it.
+func (db *DB) FlagStaleWelcomeEmail(ctx context.Context, id int64, attempt int, staleAfter time.Duration) (flagged bool, err error) {
+	res := db.gorm.WithContext(ctx).Exec(`
+		UPDATE welcome_emails
+		   SET state = 'unknown',
+		       last_error = 'outcome unknown: the attempt that claimed it at ' || claimed_at || ' never recorded an outcome'
+		 WHERE id = ? AND attempts = ? AND state = 'sending'
+		   AND claimed_at < now() - ? * interval '1 microsecond'`,
+		id, attempt, staleAfter.Microseconds())
+	if res.Error != nil {
+		return false, fmt.Errorf("flag welcome e-mail %d unknown: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// UnknownWelcomeEmails lists the e-mails whose outcome is unknown, oldest
+// claim first: they wait for an operator (ResendWelcomeEmail).
+func (db *DB) UnknownWelcomeEmails(ctx context.Context) ([]WelcomeEmail, error) {
+	var rows []WelcomeEmail
+	if err := db.gorm.WithContext(ctx).Raw(welcomeEmailSelect + ` WHERE w.state = 'unknown' ORDER BY w.claimed_at, w.id`).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list unknown welcome e-mails: %w", err)
+	}
+	return rows, nil
+}
+
+// ResendWelcomeEmail puts an unknown e-mail back to pending: an operator
+// decided that it did not arrive (or that a second copy is acceptable). The
+// next attempt sends it with the same Message-ID.
+func (db *DB) ResendWelcomeEmail(ctx context.Context, id int64) error {
+	res := db.gorm.WithContext(ctx).Exec(`
+		UPDATE welcome_emails SET state = 'pending', claimed_at = NULL WHERE id = ? AND state = 'unknown'`, id)
+	if res.Error != nil {
+		return fmt.Errorf("resend welcome e-mail %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	w, err := db.WelcomeEmail(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("welcome e-mail %d is %s: %w", id, w.State, ErrWelcomeEmailNotUnknown)
+}
+
+// UnsentWelcomeEmails lists up to limit outbox rows, oldest first, that a
+// worker should look at: pending rows written more than olderThan ago (their
+// job was lost or ran out of retries), and rows claimed more than olderThan
+// ago and still sending (their attempt may have died; the handler decides
+// whether it is stale and flags it unknown, never sending it again).
 func (db *DB) UnsentWelcomeEmails(ctx context.Context, olderThan time.Duration, limit int) ([]int64, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -134,15 +176,21 @@ func (db *DB) UnsentWelcomeEmails(ctx context.Context, olderThan time.Duration, 
 	var ids []int64
 	err := db.gorm.WithContext(ctx).Raw(`
 		SELECT id FROM welcome_emails
-		 WHERE sent_at IS NULL
-		   AND created_at < now() - ? * interval '1 microsecond'
-		   AND (last_error IS NULL OR left(last_error, ?) <> ?)
+		 WHERE state IN ('pending', 'sending')
+		   AND CASE state WHEN 'pending' THEN created_at ELSE claimed_at END < now() - ? * interval '1 microsecond'
 		 ORDER BY created_at, id
 		 LIMIT ?`,
-		olderThan.Microseconds(), len(welcomeUndeliverablePrefix), welcomeUndeliverablePrefix, limit).
+		olderThan.Microseconds(), limit).
 		Scan(&ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("list unsent welcome e-mails: %w", err)
 	}
 	return ids, nil
+}
+
+func truncateError(msg string) string {
+	if utf8.RuneCountInString(msg) > welcomeLastErrorMax {
+		return string([]rune(msg)[:welcomeLastErrorMax])
+	}
+	return msg
 }

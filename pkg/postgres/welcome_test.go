@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,22 +12,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
-type welcomeRowState struct {
-	SentAt    *time.Time
-	Attempts  int
-	LastError *string
-}
-
-func welcomeState(t *testing.T, db *postgres.DB, id int64) welcomeRowState {
-	t.Helper()
-	var s welcomeRowState
-	if err := db.Gorm().WithContext(t.Context()).
-		Raw(`SELECT sent_at, attempts, last_error FROM welcome_emails WHERE id = ?`, id).Scan(&s).Error; err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestWelcomeEmailStore runs the single-row cases on one shared database
 // (one fixture each), to keep the package fast.
 func TestWelcomeEmailStore(t *testing.T) {
@@ -39,88 +22,93 @@ func TestWelcomeEmailStore(t *testing.T) {
 		run  func(*testing.T, *testutil.Database, int)
 	}{
 		{"Loads", testWelcomeEmailLoads},
-		{"ClaimSendsOnce", testClaimWelcomeEmailSendsOnce},
+		{"ClaimOnce", testClaimWelcomeEmailOnce},
 		{"ClaimConcurrent", testClaimWelcomeEmailConcurrent},
-		{"ClaimFailureThenRetry", testClaimWelcomeEmailFailureThenRetry},
-		{"ClaimRecordsAfterCancel", testClaimWelcomeEmailRecordsAfterCancel},
+		{"NotSentThenRetry", testWelcomeEmailNotSentThenRetry},
+		{"FinishOnlyByTheCurrentClaim", testFinishWelcomeEmailCurrentClaim},
+		{"StaleClaimBecomesUnknown", testWelcomeEmailStaleClaim},
+		{"ResendOnlyUnknown", testResendWelcomeEmail},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, d, i+1) })
 	}
 }
 
-func testWelcomeEmailLoads(t *testing.T, d *testutil.Database, n int) {
-	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
+func claim(t *testing.T, d *testutil.Database, id int64) postgres.WelcomeEmail {
+	t.Helper()
+	w, claimed, err := d.DB.ClaimWelcomeEmail(t.Context(), id)
+	if err != nil || !claimed {
+		t.Fatalf("claim %d: (%+v, %v, %v), want claimed", id, w, claimed, err)
+	}
+	return w
+}
 
+func finish(t *testing.T, d *testutil.Database, w postgres.WelcomeEmail, state, failure string) {
+	t.Helper()
+	if ok, err := d.DB.FinishWelcomeEmail(t.Context(), w.ID, w.Attempts, state, failure); err != nil || !ok {
+		t.Fatalf("finish %d as %s: (%v, %v), want recorded", w.ID, state, ok, err)
+	}
+}
+
+func load(t *testing.T, d *testutil.Database, id int64) postgres.WelcomeEmail {
+	t.Helper()
 	w, err := d.DB.WelcomeEmail(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+func testWelcomeEmailLoads(t *testing.T, d *testutil.Database, n int) {
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
+
+	w := load(t, d, id)
 	want := postgres.WelcomeEmail{ID: id, AccountID: w.AccountID, Email: "ada@example.com", GivenName: "Ada",
-		FamilyName: "Lovelace", Title: "Dr", SupplierCode: fmt.Sprintf("WELCOME_%d", n), PlatformAccountNumber: fmt.Sprintf("A-%08X", 0xABC00000+n)}
-	if w.AccountID == 0 || w.SentAt != nil || w != want {
+		FamilyName: "Lovelace", Title: "Dr", SupplierCode: fmt.Sprintf("WELCOME_%d", n),
+		PlatformAccountNumber: fmt.Sprintf("A-%08X", 0xABC00000+n), State: postgres.WelcomePending}
+	if w.AccountID == 0 || w != want {
 		t.Fatalf("WelcomeEmail = %+v, want %+v", w, want)
 	}
 
 	if _, err := d.DB.WelcomeEmail(t.Context(), id+1000); !errors.Is(err, postgres.ErrWelcomeEmailNotFound) {
 		t.Fatalf("missing row: err = %v, want ErrWelcomeEmailNotFound", err)
 	}
-	sent, err := d.DB.ClaimWelcomeEmail(t.Context(), id+1000, func(postgres.WelcomeEmail) error {
-		t.Error("send called for a missing row")
-		return nil
-	})
-	if sent || !errors.Is(err, postgres.ErrWelcomeEmailNotFound) {
-		t.Fatalf("claim missing row: (%v, %v), want ErrWelcomeEmailNotFound", sent, err)
+	if _, claimed, err := d.DB.ClaimWelcomeEmail(t.Context(), id+1000); claimed || !errors.Is(err, postgres.ErrWelcomeEmailNotFound) {
+		t.Fatalf("claim missing row: (%v, %v), want ErrWelcomeEmailNotFound", claimed, err)
 	}
 }
 
-func testClaimWelcomeEmailSendsOnce(t *testing.T, d *testutil.Database, n int) {
+func testClaimWelcomeEmailOnce(t *testing.T, d *testutil.Database, n int) {
 	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
-	var got []postgres.WelcomeEmail
-	send := func(w postgres.WelcomeEmail) error { got = append(got, w); return nil }
-	sent, err := d.DB.ClaimWelcomeEmail(t.Context(), id, send)
-	if err != nil || !sent {
-		t.Fatalf("first claim: (%v, %v), want (true, nil)", sent, err)
+	w := claim(t, d, id)
+	wantID := fmt.Sprintf("welcome-%d.A-%08X", id, 0xABC00000+n)
+	if w.State != postgres.WelcomeSending || w.Attempts != 1 || w.ClaimedAt == nil || w.MessageID != wantID {
+		t.Fatalf("claimed row %+v, want sending, attempt 1, Message-ID %s", w, wantID)
 	}
-	if len(got) != 1 || got[0].Email != "ada@example.com" || got[0].PlatformAccountNumber != fmt.Sprintf("A-%08X", 0xABC00000+n) {
-		t.Fatalf("send got %+v", got)
+	if again, claimed, err := d.DB.ClaimWelcomeEmail(t.Context(), id); err != nil || claimed || again.State != postgres.WelcomeSending {
+		t.Fatalf("second claim while sending: (%+v, %v, %v), want not claimed", again, claimed, err)
 	}
-	st := welcomeState(t, d.DB, id)
-	if st.SentAt == nil || st.Attempts != 1 || st.LastError != nil {
-		t.Fatalf("after sending: %+v", st)
+	finish(t, d, w, postgres.WelcomeSent, "")
+	sent := load(t, d, id)
+	if sent.State != postgres.WelcomeSent || sent.SentAt == nil || sent.Attempts != 1 || sent.LastError != nil {
+		t.Fatalf("after sending: %+v", sent)
 	}
-
-	sent, err = d.DB.ClaimWelcomeEmail(t.Context(), id, send)
-	if err != nil || sent {
-		t.Fatalf("second claim: (%v, %v), want (false, nil)", sent, err)
-	}
-	if len(got) != 1 {
-		t.Fatalf("send called %d times, want 1", len(got))
-	}
-	if st2 := welcomeState(t, d.DB, id); st2.Attempts != 1 || !st2.SentAt.Equal(*st.SentAt) {
-		t.Fatalf("second claim changed the row: %+v", st2)
-	}
-	w, err := d.DB.WelcomeEmail(t.Context(), id)
-	if err != nil || w.SentAt == nil {
-		t.Fatalf("WelcomeEmail after sending: %+v, %v", w, err)
+	if again, claimed, err := d.DB.ClaimWelcomeEmail(t.Context(), id); err != nil || claimed || again.State != postgres.WelcomeSent {
+		t.Fatalf("claim after sending: (%+v, %v, %v), want not claimed", again, claimed, err)
 	}
 }
 
 func testClaimWelcomeEmailConcurrent(t *testing.T, d *testutil.Database, n int) {
 	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
-	var calls, sentCount atomic.Int32
+	var claims atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
 	for range 5 {
 		wg.Go(func() {
-			sent, err := d.DB.ClaimWelcomeEmail(t.Context(), id, func(postgres.WelcomeEmail) error {
-				calls.Add(1)
-				time.Sleep(50 * time.Millisecond) // a slow SMTP server widens the race
-				return nil
-			})
-			if sent {
-				sentCount.Add(1)
+			_, claimed, err := d.DB.ClaimWelcomeEmail(t.Context(), id)
+			if claimed {
+				claims.Add(1)
 			}
 			errs <- err
 		})
@@ -132,52 +120,110 @@ func testClaimWelcomeEmailConcurrent(t *testing.T, d *testutil.Database, n int) 
 			t.Error(err)
 		}
 	}
-	if calls.Load() != 1 || sentCount.Load() != 1 {
-		t.Fatalf("send called %d times, %d claims reported sent; want 1 and 1", calls.Load(), sentCount.Load())
+	if claims.Load() != 1 {
+		t.Fatalf("%d concurrent claims succeeded, want 1", claims.Load())
 	}
-	if st := welcomeState(t, d.DB, id); st.SentAt == nil || st.Attempts != 1 {
-		t.Fatalf("row %+v", st)
+	if w := load(t, d, id); w.State != postgres.WelcomeSending || w.Attempts != 1 {
+		t.Fatalf("row %+v", w)
 	}
 }
 
-func testClaimWelcomeEmailFailureThenRetry(t *testing.T, d *testutil.Database, n int) {
+func testWelcomeEmailNotSentThenRetry(t *testing.T, d *testutil.Database, n int) {
 	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
 
-	boom := errors.New("451 4.3.0 try later")
-	sent, err := d.DB.ClaimWelcomeEmail(t.Context(), id, func(postgres.WelcomeEmail) error { return boom })
-	if sent || !errors.Is(err, boom) {
-		t.Fatalf("failing send: (%v, %v), want (false, boom)", sent, err)
+	w := claim(t, d, id)
+	finish(t, d, w, postgres.WelcomePending, "451 4.3.0 try later")
+	if got := load(t, d, id); got.State != postgres.WelcomePending || got.Attempts != 1 || got.LastError == nil || *got.LastError != "451 4.3.0 try later" {
+		t.Fatalf("after a definite failure: %+v", got)
 	}
-	st := welcomeState(t, d.DB, id)
-	if st.SentAt != nil || st.Attempts != 1 || st.LastError == nil || *st.LastError != boom.Error() {
-		t.Fatalf("after a failure: %+v", st)
+	w = claim(t, d, id)
+	if w.Attempts != 2 {
+		t.Fatalf("second claim is attempt %d, want 2", w.Attempts)
 	}
-
-	sent, err = d.DB.ClaimWelcomeEmail(t.Context(), id, func(postgres.WelcomeEmail) error { return nil })
-	if err != nil || !sent {
-		t.Fatalf("retry: (%v, %v), want (true, nil)", sent, err)
-	}
-	if st := welcomeState(t, d.DB, id); st.SentAt == nil || st.Attempts != 2 || st.LastError != nil {
-		t.Fatalf("after the retry: %+v", st)
+	finish(t, d, w, postgres.WelcomeSent, "")
+	if got := load(t, d, id); got.State != postgres.WelcomeSent || got.SentAt == nil || got.LastError != nil {
+		t.Fatalf("after the retry: %+v", got)
 	}
 }
 
-func testClaimWelcomeEmailRecordsAfterCancel(t *testing.T, d *testutil.Database, n int) {
+func testFinishWelcomeEmailCurrentClaim(t *testing.T, d *testutil.Database, n int) {
 	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
+	ctx := t.Context()
 
-	// The worker is told to stop while the SMTP exchange runs: the outcome
-	// is still recorded.
-	ctx, cancel := context.WithCancel(t.Context())
-	sent, err := d.DB.ClaimWelcomeEmail(ctx, id, func(postgres.WelcomeEmail) error { cancel(); return nil })
-	if err != nil || !sent {
-		t.Fatalf("claim cancelled during send: (%v, %v), want (true, nil)", sent, err)
+	first := claim(t, d, id)
+	finish(t, d, first, postgres.WelcomePending, "connection refused")
+	second := claim(t, d, id)
+	// The first attempt's outcome arrives late: it must not touch the second's claim.
+	if ok, err := d.DB.FinishWelcomeEmail(ctx, id, first.Attempts, postgres.WelcomeSent, ""); err != nil || ok {
+		t.Fatalf("finish by a superseded claim: (%v, %v), want not recorded", ok, err)
 	}
-	if st := welcomeState(t, d.DB, id); st.SentAt == nil {
-		t.Fatalf("sent e-mail not recorded: %+v", st)
+	if ok, err := d.DB.FinishWelcomeEmail(ctx, id, second.Attempts, "bogus", ""); err == nil || ok {
+		t.Fatalf("invalid outcome: (%v, %v), want an error", ok, err)
+	}
+	finish(t, d, second, postgres.WelcomeUndeliverable, "550 no such user")
+	// Once final, nothing changes it.
+	if ok, err := d.DB.FinishWelcomeEmail(ctx, id, second.Attempts, postgres.WelcomeSent, ""); err != nil || ok {
+		t.Fatalf("finish after undeliverable: (%v, %v), want not recorded", ok, err)
+	}
+	if got := load(t, d, id); got.State != postgres.WelcomeUndeliverable || got.SentAt != nil {
+		t.Fatalf("row %+v", got)
 	}
 }
 
-func TestUnsentWelcomeEmails(t *testing.T) {
+func testWelcomeEmailStaleClaim(t *testing.T, d *testutil.Database, n int) {
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
+	ctx := t.Context()
+
+	w := claim(t, d, id)
+	if flagged, err := d.DB.FlagStaleWelcomeEmail(ctx, id, w.Attempts, time.Hour); err != nil || flagged {
+		t.Fatalf("fresh claim flagged: (%v, %v)", flagged, err)
+	}
+	if flagged, err := d.DB.FlagStaleWelcomeEmail(ctx, id, w.Attempts+1, 0); err != nil || flagged {
+		t.Fatalf("another claim's number flagged: (%v, %v)", flagged, err)
+	}
+	if flagged, err := d.DB.FlagStaleWelcomeEmail(ctx, id, w.Attempts, 0); err != nil || !flagged {
+		t.Fatalf("stale claim: (%v, %v), want flagged", flagged, err)
+	}
+	got := load(t, d, id)
+	if got.State != postgres.WelcomeUnknown || got.LastError == nil {
+		t.Fatalf("after flagging: %+v", got)
+	}
+	if _, claimed, err := d.DB.ClaimWelcomeEmail(ctx, id); err != nil || claimed {
+		t.Fatalf("claim of an unknown e-mail: (%v, %v), want not claimed", claimed, err)
+	}
+	// The attempt thought dead comes back knowing it sent: that wins.
+	finish(t, d, w, postgres.WelcomeSent, "")
+	if got := load(t, d, id); got.State != postgres.WelcomeSent || got.SentAt == nil {
+		t.Fatalf("late outcome: %+v", got)
+	}
+}
+
+func testResendWelcomeEmail(t *testing.T, d *testutil.Database, n int) {
+	id := testutil.WelcomeEmailRow(t, d.DB, n, "ada@example.com")
+	ctx := t.Context()
+
+	if err := d.DB.ResendWelcomeEmail(ctx, id); !errors.Is(err, postgres.ErrWelcomeEmailNotUnknown) {
+		t.Fatalf("resend of a pending e-mail: %v, want ErrWelcomeEmailNotUnknown", err)
+	}
+	if err := d.DB.ResendWelcomeEmail(ctx, id+1000); !errors.Is(err, postgres.ErrWelcomeEmailNotFound) {
+		t.Fatalf("resend of a missing e-mail: %v, want ErrWelcomeEmailNotFound", err)
+	}
+	w := claim(t, d, id)
+	finish(t, d, w, postgres.WelcomeUnknown, "no reply after the message")
+	if err := d.DB.ResendWelcomeEmail(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	again := claim(t, d, id)
+	if again.Attempts != 2 || again.MessageID != w.MessageID {
+		t.Fatalf("claim after resend: %+v, want attempt 2 with Message-ID %s", again, w.MessageID)
+	}
+	// The first attempt cannot overwrite the resend's outcome.
+	if ok, err := d.DB.FinishWelcomeEmail(ctx, id, w.Attempts, postgres.WelcomePending, ""); err != nil || ok {
+		t.Fatalf("finish by the superseded claim: (%v, %v)", ok, err)
+	}
+}
+
+func TestUnknownAndUnsentWelcomeEmails(t *testing.T) {
 	t.Parallel()
 	d := testutil.NewDatabase(t)
 	ctx := t.Context()
@@ -188,23 +234,23 @@ func TestUnsentWelcomeEmails(t *testing.T) {
 	oldGivenUp := testutil.WelcomeEmailRow(t, d.DB, 4, "d@example.com")
 	oldFailed := testutil.WelcomeEmailRow(t, d.DB, 5, "e@example.com")
 	fresh := testutil.WelcomeEmailRow(t, d.DB, 6, "f@example.com")
-	for id, age := range map[int64]string{oldest: "3 hours", old: "2 hours", oldSent: "2 hours", oldGivenUp: "2 hours", oldFailed: "1 hour"} {
+	oldClaim := testutil.WelcomeEmailRow(t, d.DB, 7, "g@example.com")
+	freshClaim := testutil.WelcomeEmailRow(t, d.DB, 8, "h@example.com")
+	unknown := testutil.WelcomeEmailRow(t, d.DB, 9, "i@example.com")
+	for id, age := range map[int64]string{oldest: "3 hours", old: "2 hours", oldSent: "2 hours", oldGivenUp: "2 hours",
+		oldFailed: "1 hour", oldClaim: "5 hours", freshClaim: "4 hours", unknown: "4 hours"} {
 		if err := g.Exec(`UPDATE welcome_emails SET created_at = now() - ?::interval WHERE id = ?`, age, id).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.DB.ClaimWelcomeEmail(ctx, oldSent, func(postgres.WelcomeEmail) error { return nil }); err != nil {
+	finish(t, d, claim(t, d, oldSent), postgres.WelcomeSent, "")
+	finish(t, d, claim(t, d, oldGivenUp), postgres.WelcomeUndeliverable, "550 no such user")
+	finish(t, d, claim(t, d, oldFailed), postgres.WelcomePending, "connection refused")
+	finish(t, d, claim(t, d, unknown), postgres.WelcomeUnknown, "no reply")
+	claim(t, d, oldClaim)
+	claim(t, d, freshClaim)
+	if err := g.Exec(`UPDATE welcome_emails SET claimed_at = now() - interval '2 hours' WHERE id = ?`, oldClaim).Error; err != nil {
 		t.Fatal(err)
-	}
-	if _, err := d.DB.ClaimWelcomeEmail(ctx, oldGivenUp, func(postgres.WelcomeEmail) error {
-		return fmt.Errorf("%w: 550 no such user", postgres.ErrUndeliverable)
-	}); !errors.Is(err, postgres.ErrUndeliverable) {
-		t.Fatalf("undeliverable claim: %v", err)
-	}
-	if _, err := d.DB.ClaimWelcomeEmail(ctx, oldFailed, func(postgres.WelcomeEmail) error {
-		return errors.New("connection refused")
-	}); err == nil {
-		t.Fatal("failing send reported success")
 	}
 
 	for _, tc := range []struct {
@@ -212,10 +258,10 @@ func TestUnsentWelcomeEmails(t *testing.T) {
 		limit     int
 		want      []int64
 	}{
-		{30 * time.Minute, 10, []int64{oldest, old, oldFailed}},
-		{30 * time.Minute, 2, []int64{oldest, old}},
-		{90 * time.Minute, 10, []int64{oldest, old}},
-		{0, 10, []int64{oldest, old, oldFailed, fresh}},
+		{30 * time.Minute, 10, []int64{oldClaim, oldest, old, oldFailed}},
+		{30 * time.Minute, 2, []int64{oldClaim, oldest}},
+		{150 * time.Minute, 10, []int64{oldest}},
+		{0, 10, []int64{oldClaim, freshClaim, oldest, old, oldFailed, fresh}},
 		{time.Minute, 0, nil},
 	} {
 		got, err := d.DB.UnsentWelcomeEmails(ctx, tc.olderThan, tc.limit)
@@ -225,5 +271,13 @@ func TestUnsentWelcomeEmails(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("UnsentWelcomeEmails(%v, %d) = %v, want %v", tc.olderThan, tc.limit, got, tc.want)
 		}
+	}
+
+	list, err := d.DB.UnknownWelcomeEmails(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != unknown || list[0].Email != "i@example.com" || list[0].MessageID == "" || list[0].ClaimedAt == nil {
+		t.Fatalf("UnknownWelcomeEmails = %+v, want only %d", list, unknown)
 	}
 }

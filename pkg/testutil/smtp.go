@@ -11,13 +11,17 @@ import (
 )
 
 // SMTPServer is a real SMTP server on 127.0.0.1 (emersion/go-smtp) that keeps
-// what it receives and can refuse the next recipients with given replies.
+// what it receives and can refuse the next recipients or messages with given
+// replies, or drop the connection instead of answering a message.
 type SMTPServer struct {
 	Addr string
 
 	mu       sync.Mutex
 	msgs     []ReceivedMail
 	rcptErrs []error
+	dataErrs []error
+	drops    int
+	onData   func()
 }
 
 // ReceivedMail is one delivered message.
@@ -31,8 +35,8 @@ type ReceivedMail struct {
 func NewSMTPServer(tb testing.TB) *SMTPServer {
 	tb.Helper()
 	ws := &SMTPServer{}
-	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
-		return &smtpSession{srv: ws}, nil
+	s := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &smtpSession{srv: ws, conn: c}, nil
 	}))
 	s.Domain = "localhost"
 	s.ReadTimeout, s.WriteTimeout = 5*time.Second, 5*time.Second
@@ -57,6 +61,32 @@ func (s *SMTPServer) FailNextRcpt(code int, msg string) {
 		Code: code, EnhancedCode: smtp.EnhancedCode{code / 100, 0, 0}, Message: msg})
 }
 
+// FailNextData makes the reply to the next message's final dot code and msg:
+// the server refuses the message after receiving it, and does not keep it.
+func (s *SMTPServer) FailNextData(code int, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dataErrs = append(s.dataErrs, &smtp.SMTPError{
+		Code: code, EnhancedCode: smtp.EnhancedCode{code / 100, 0, 0}, Message: msg})
+}
+
+// DropNextReply makes the server keep the next message and then close the
+// connection instead of replying to its final dot: the client cannot know
+// whether the message was accepted.
+func (s *SMTPServer) DropNextReply() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drops++
+}
+
+// OnData runs fn whenever a message's content has arrived, before the server
+// replies to it (while the client waits for that reply).
+func (s *SMTPServer) OnData(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onData = fn
+}
+
 // Messages returns what was delivered so far.
 func (s *SMTPServer) Messages() []ReceivedMail {
 	s.mu.Lock()
@@ -66,6 +96,7 @@ func (s *SMTPServer) Messages() []ReceivedMail {
 
 type smtpSession struct {
 	srv  *SMTPServer
+	conn *smtp.Conn
 	from string
 	to   []string
 }
@@ -90,8 +121,23 @@ func (s *smtpSession) Data(r io.Reader) error {
 		return err
 	}
 	s.srv.mu.Lock()
+	onData := s.srv.onData
+	s.srv.mu.Unlock()
+	if onData != nil {
+		onData()
+	}
+	s.srv.mu.Lock()
 	defer s.srv.mu.Unlock()
+	if len(s.srv.dataErrs) > 0 {
+		err, s.srv.dataErrs = s.srv.dataErrs[0], s.srv.dataErrs[1:]
+		return err
+	}
 	s.srv.msgs = append(s.srv.msgs, ReceivedMail{From: s.from, To: s.to, Data: string(b)})
+	if s.srv.drops > 0 {
+		s.srv.drops--
+		// Closing the socket here means go-smtp's reply is never written.
+		_ = s.conn.Conn().Close()
+	}
 	return nil
 }
 
