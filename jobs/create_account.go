@@ -118,7 +118,7 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 	case errors.Is(err, postgres.ErrStaleAttempt):
 		return "", supplier, nil
 	case err != nil:
-		return "", supplier, err
+		return h.refused(ctx, p, supplier, err)
 	}
 	// After commit: e-mails are in the outbox; a lost enqueue is picked up
 	// by the reconciler, so failure here is only logged.
@@ -132,6 +132,22 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 			"platform_account_number", res.PlatformAccountNumber)
 	}
 	return postgres.OutcomeCompleted, supplier, nil
+}
+
+// refused ends the attempt as failed when the database refused the data
+// itself (SQLSTATE class 22 or 23): retrying unchanged data cannot succeed,
+// and would hold the slot for minutes before a 500. Anything else is
+// returned for a retry.
+func (h *CreateAccountHandler) refused(ctx context.Context, p queue.CreateAccount, supplier string, err error) (string, string, error) {
+	e := postgres.DataRefused(err)
+	if e == nil {
+		return "", supplier, err
+	}
+	h.Log.WarnContext(ctx, "account data refused by the database; attempt failed", "process_id", p.ProcessID, "attempt", p.Attempt, "err", err.Error())
+	if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, e); err != nil {
+		return "", supplier, err
+	}
+	return postgres.OutcomeFailed, supplier, nil
 }
 
 // GiveUp ends an attempt whose retries are exhausted: the process goes back

@@ -78,7 +78,7 @@ func (c *collector) money(attr string, m Money) {
 var maxStoredMoney = decimal.New(1, 14)
 
 func (c *collector) storedMoney(attr string, m Money) {
-	if m.Abs().Cmp(maxStoredMoney) >= 0 {
+	if !FitsStoredMoney(m.Decimal) {
 		c.add(attr, CodeMaxWholeDigits, "Ensure that there are no more than 14 digits before the decimal point.")
 	}
 }

@@ -81,6 +81,7 @@ var derivedCodes = map[string]bool{
 	CodeGapsOrOverlapsInAgreementDates:     true,
 	CodeStartDateLaterThanEndDate:          true,
 	CodeNoteUnpinAtEarlierThanCreationDate: true,
+	CodeBalanceOutOfRange:                  true,
 }
 
 // MergeFieldErrors combines binder errors with validator errors without

@@ -137,5 +137,17 @@ const (
 // carries the interface's own status, error_detail and transaction_data.
 const CodeTransactionImportError = "transaction_import_error"
 
+// Codes for data that validation must refuse because the database could not
+// store it (numeric(16,2) columns; a balance is one).
+const (
+	// CodeBalanceOutOfRange: the running balance after a transaction would
+	// not fit the stored range.
+	CodeBalanceOutOfRange = "balance_out_of_range"
+	// CodeDataRefused is the last line of defence: data that passed
+	// validation was refused by the database (a rule validation lacks).
+	// Sending it again unchanged fails the same way.
+	CodeDataRefused = "data_refused"
+)
+
 // CodeTooManyErrors ends an error list cut at MaxReportedErrors.
 const CodeTooManyErrors = "too_many_errors"

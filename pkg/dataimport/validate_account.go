@@ -56,12 +56,13 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 	c.notFuture("date_of_sale", a.DateOfSale, opts.Today, false)
 
 	validateBilling(c, a)
-	validateStatementDates(c, a)
+	validateStatementDates(c, a, opts.Today)
 
 	if a.TransferBalance == nil {
 		a.TransferBalance = &Money{}
 	}
 	c.money("transfer_balance", *a.TransferBalance)
+	c.storedMoney("transfer_balance", *a.TransferBalance)
 
 	validateCustomers(c, a, opts)
 	validateSupplyAddresses(c, a)
@@ -72,6 +73,7 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 		c.addAll(ValidateNote(&a.Notes[i], indexPath("notes", i), opts.Now))
 	}
 	c.addAll(ValidateTransactions(a.CurrentStatementTransactions, "current_statement_transactions"))
+	validateOpeningBalance(c, a)
 	return c.errs
 }
 
@@ -102,13 +104,20 @@ func validateBilling(c *collector, a *Account) {
 }
 
 // validateStatementDates: the first open statement runs from the day after
-// last_statement_closing_date to next_bill_due_date, so that period must not
-// be empty.
-func validateStatementDates(c *collector, a *Account) {
-	if a.LastStatementClosingDate != nil && a.NextBillDueDate != nil &&
-		!a.NextBillDueDate.After(*a.LastStatementClosingDate) {
+// last_statement_closing_date (else from the creation day, which is today)
+// to next_bill_due_date, and the database refuses a period that ends before
+// it starts. A zero today (caller did not say) skips the second rule.
+func validateStatementDates(c *collector, a *Account, today Date) {
+	switch {
+	case a.NextBillDueDate == nil:
+	case a.LastStatementClosingDate != nil:
+		if !a.NextBillDueDate.After(*a.LastStatementClosingDate) {
+			c.add("next_bill_due_date", CodeStartDateLaterThanEndDate,
+				"next_bill_due_date must be after last_statement_closing_date.")
+		}
+	case !today.IsZero() && a.NextBillDueDate.Before(today):
 		c.add("next_bill_due_date", CodeStartDateLaterThanEndDate,
-			"next_bill_due_date must be after last_statement_closing_date.")
+			"next_bill_due_date may not be in the past when last_statement_closing_date is not given: the first open statement starts on the day the account is created.")
 	}
 }
 

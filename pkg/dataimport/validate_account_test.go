@@ -146,6 +146,16 @@ func TestValidateAccountRules(t *testing.T) {
 			[]string{"max_decimal_places@transfer_balance", "max_decimal_places@current_statement_transactions.0.amount"}},
 		{"money trailing zeros ok", setTo("transfer_balance", "1.100"), nil},
 		{"money bad", setTo("transfer_balance", "ten"), []string{"invalid_decimal@transfer_balance"}},
+		// numeric(16,2): 14 whole digits, for the value and for the balance it opens
+		{"transfer balance beyond storage", setTo("transfer_balance", jsonNum("1e15")), []string{"max_whole_digits@transfer_balance"}},
+		{"transfer balance at the bound", all(setTo("transfer_balance", "-99999999999999.99"), remove("current_statement_transactions")), nil},
+		{"opening balance overflows", setTo("transfer_balance", "99999999999990.00"), // +12.50
+			[]string{"balance_out_of_range@current_statement_transactions.0.amount"}},
+		{"opening balance overflows below", setTo("transfer_balance", "-99999999999999.00"), // +12.50, then -55.00
+			[]string{"balance_out_of_range@current_statement_transactions.1.amount"}},
+		{"opening balance not summed over refused amounts", all(setTo("transfer_balance", "99999999999990.00"),
+			setTo("current_statement_transactions.0.amount", jsonNum("1e14"))),
+			[]string{"max_whole_digits@current_statement_transactions.0.amount"}},
 
 		// dates
 		{"future dates", all(setTo("date_of_sale", "2025-06-16"), setTo("customers.0.date_of_birth", "2025-06-15"),
@@ -153,6 +163,10 @@ func TestValidateAccountRules(t *testing.T) {
 			[]string{"date_in_future@date_of_sale", "date_in_future@customers.0.date_of_birth", "date_in_future@customers.1.date_of_birth"}},
 		{"sale today ok", setTo("date_of_sale", "2025-06-15"), nil},
 		{"statement period empty", setTo("next_bill_due_date", "2025-05-31"), []string{"start_date_later_than_end_date@next_bill_due_date"}},
+		// Without a closing date the first statement starts on the creation day (today).
+		{"statement ends before the creation day", all(remove("last_statement_closing_date"), setTo("next_bill_due_date", "2025-06-14")),
+			[]string{"start_date_later_than_end_date@next_bill_due_date"}},
+		{"statement of one day, the creation day", all(remove("last_statement_closing_date"), setTo("next_bill_due_date", "2025-06-15")), nil},
 
 		// billing address
 		{"billing line without first line", remove("billing_address1"), []string{"invalid_address@billing_address1"}},

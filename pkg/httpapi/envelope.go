@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
 // statusByCode maps top-level error codes to HTTP statuses; anything not
@@ -41,7 +42,9 @@ type envelope struct {
 
 // abortWithError renders err in the envelope and stops the handler chain.
 // Domain errors keep their code; an outage of Postgres or Redis is a 503 so
-// that partners retry; anything else is logged and answered 500 without
+// that partners retry; data the database refused (SQLSTATE class 22 or 23,
+// which validation should have caught) is a 400 data_refused, since a retry
+// would fail the same way; anything else is logged and answered 500 without
 // internals.
 func abortWithError(c *gin.Context, err error) {
 	e, ok := dataimport.AsError(err)
@@ -50,6 +53,11 @@ func abortWithError(c *gin.Context, err error) {
 			// The caller hung up; nobody reads this answer, and it is not our failure.
 			logger(c).InfoContext(c.Request.Context(), "client went away", "err", err.Error())
 			c.AbortWithStatus(499)
+			return
+		}
+		if refused := postgres.DataRefused(err); refused != nil {
+			logger(c).WarnContext(c.Request.Context(), "data refused by the database past validation", "err", err.Error())
+			renderError(c, refused)
 			return
 		}
 		if unavailable(err) {

@@ -14,3 +14,12 @@ func SetPlatformNumbers(f func() (string, error)) (restore func()) {
 // CreationWritersPeak returns the most creation transactions seen at once
 // since the last call, and starts counting again.
 func CreationWritersPeak() int64 { return writersPeak.Swap(writersBusy.Load()) }
+
+// InternalConflicts lists the unique keys DataRefused leaves to a retry.
+func InternalConflicts() []string {
+	out := make([]string, 0, len(internalConflicts))
+	for name := range internalConflicts {
+		out = append(out, name)
+	}
+	return out
+}

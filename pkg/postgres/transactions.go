@@ -36,7 +36,8 @@ type TransactionsInput struct {
 func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]dataimport.TransactionResult, error) {
 	results := make([]dataimport.TransactionResult, len(in.Transactions))
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockAccount(tx, in.AccountID); err != nil {
+		balance, err := lockAccountBalance(tx, in.AccountID)
+		if err != nil {
 			return err
 		}
 		stmt, err := openStatement(tx, in.AccountID)
@@ -59,6 +60,12 @@ func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]d
 			}
 			add = append(add, t)
 			addIndex = append(addIndex, i)
+		}
+		// The balance column is numeric(16,2): refuse, naming the
+		// transaction, rather than let the update fail.
+		if o, over := dataimport.RunningBalanceOverflow(balance, add); over {
+			return dataimport.TransactionImportError(fmt.Sprintf("Transaction %q cannot be added: %s Nothing was added.",
+				add[o.Index].TransactionID, o.Detail()), add[o.Index])
 		}
 		var stored []dataimport.StoredTransaction
 		var moved int
@@ -120,6 +127,18 @@ func transactionImportError(tx *gorm.DB, accountID int64, add []dataimport.Trans
 				"to skip transactions added earlier.", add[i].TransactionID), add[i])
 	}
 	return err
+}
+
+// lockAccountBalance is lockAccount that also reads the balance it guards.
+func lockAccountBalance(tx *gorm.DB, accountID int64) (decimal.Decimal, error) {
+	var rows []decimal.Decimal
+	if err := tx.Raw(`SELECT balance FROM accounts WHERE id = ? FOR UPDATE`, accountID).Scan(&rows).Error; err != nil {
+		return decimal.Decimal{}, fmt.Errorf("lock account: %w", err)
+	}
+	if len(rows) == 0 {
+		return decimal.Decimal{}, ErrAccountNotFound()
+	}
+	return rows[0], nil
 }
 
 // knownTransactionIDs returns which of txs' IDs the account already has.
