@@ -346,7 +346,7 @@ func TestV2ScheduledTasksSurviveFlushall(t *testing.T) {
 		}
 	}
 	must(t, p.API.Redis.FlushAll(context.Background()).Err()) // every scheduled task is gone from Redis
-	p.StartWorker()     // its reconciler schedules them again from Postgres
+	p.StartWorker()                                           // its reconciler schedules them again from Postgres
 	for i := range n {
 		if st := p.waitV2(fmt.Sprintf("EXT-%03d", i), time.Until(end)+10*time.Second); st["status"] != "PROCESSED" {
 			t.Fatalf("EXT-%03d: %v", i, st)
