@@ -19,6 +19,8 @@ type AccountStore interface {
 	LoadForCreation(ctx context.Context, processID int64) (postgres.LoadedProcess, error)
 	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+	ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error)
+	ConcurrencyLimit(ctx context.Context) (int, bool, error)
 }
 
 // Slots is the cluster-wide concurrency semaphore.
@@ -67,6 +69,9 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 	outcome, supplier, err := h.run(ctx, p)
 	// Stop renewing before releasing, or a late renewal could take the slot back.
 	stopRenewing()
+	if errors.Is(err, ErrWaiting) {
+		return err
+	}
 	if err != nil {
 		h.Log.WarnContext(ctx, "account creation failed; will retry", "process_id", p.ProcessID, "attempt", p.Attempt, "err", err.Error())
 		return err
@@ -94,12 +99,26 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		return "", supplier, nil
 	}
 	now := h.Now().UTC()
+	if proc.V2Status == dataimport.V2Pending {
+		// Scheduled, not started: it starts inside its window, under the cap.
+		outcome, err := h.start(ctx, p, proc, now)
+		switch {
+		case errors.Is(err, errStale):
+			return "", supplier, nil
+		case outcome != "" || err != nil:
+			return outcome, supplier, err
+		}
+	}
 	// The staged payload is validated again: rules or the supplier's phone
 	// region may have changed since it was staged.
 	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now)})
 	if err != nil {
 		e, ok := dataimport.AsError(err)
-		if !ok {
+		if ok {
+			v := *e
+			v.Domain = dataimport.DomainValidation
+			e = &v
+		} else {
 			e = errInternal
 		}
 		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, e); err != nil {
@@ -149,6 +168,54 @@ func (h *CreateAccountHandler) refused(ctx context.Context, p queue.CreateAccoun
 	}
 	return postgres.OutcomeFailed, supplier, nil
 }
+
+// ErrWaiting is returned by a scheduled attempt that cannot start yet (its
+// window has not opened, or the cluster-wide cap is full). It is not a
+// failure: the task is tried again shortly without using up its retries.
+var ErrWaiting = errors.New("waiting for its window or a slot")
+
+// start takes the scheduled attempt's slot and marks it started. It returns
+// FAILED when the window has ended first, "" with no error when the attempt
+// started (go on and create) or ErrWaiting.
+func (h *CreateAccountHandler) start(ctx context.Context, p queue.CreateAccount, proc dataimport.ImportProcess, now time.Time) (string, error) {
+	if proc.WindowEnd != nil && now.After(*proc.WindowEnd) {
+		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, dataimport.WindowExpired(*proc.WindowEnd)); err != nil {
+			return "", err
+		}
+		return postgres.OutcomeFailed, nil
+	}
+	if proc.WindowStart != nil && now.Before(*proc.WindowStart) {
+		return "", ErrWaiting
+	}
+	limit, on, err := h.Store.ConcurrencyLimit(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !on {
+		limit = 0
+	}
+	ok, err := h.Slots.Acquire(ctx, p.SlotHolder(), limit)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", ErrWaiting
+	}
+	claimed, err := h.Store.ClaimStart(ctx, p.ProcessID, p.Attempt)
+	if err != nil || !claimed {
+		// Not started: cancelled, replaced or expired meanwhile (the slot is
+		// this attempt's own, so giving it back frees nobody else's).
+		_ = h.Slots.Release(context.WithoutCancel(ctx), p.SlotHolder())
+		if err == nil {
+			err = errStale
+		}
+		return "", err
+	}
+	return "", nil
+}
+
+// errStale ends a task whose attempt is no longer current.
+var errStale = errors.New("attempt no longer current")
 
 // GiveUp ends an attempt whose retries are exhausted: the process goes back
 // to UNKNOWN with the error kept, so partners can see it and try again.

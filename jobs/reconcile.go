@@ -99,8 +99,20 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	for _, sp := range stuck {
 		p := queue.CreateAccount{ProcessID: sp.ProcessID, SupplierID: sp.SupplierID, ExternalAccountNumber: sp.ExternalAccountNumber,
 			Attempt: sp.Attempt, DryRun: sp.DryRun}
+		if sp.WindowStart != nil {
+			p.NotBefore = *sp.WindowStart
+		}
+		started := sp.V2Status == dataimport.V2InProgress
 		info, err := r.Tasks.GetTaskInfo(queue.QueueAccounts, p.TaskID())
 		switch {
+		case (errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound)) && !started:
+			// A scheduled attempt lost from Redis: schedule it again with its
+			// own window; it holds no slot until it starts. A window that
+			// ended meanwhile ends it as expired when it runs.
+			if err := r.Queue.Enqueue(ctx, p); err != nil {
+				return requeued, err
+			}
+			requeued++
 		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 			// Lost: hold the slot again (uncapped: it is already in
 			// progress) and put the job back, unless it finished meanwhile.
@@ -124,7 +136,7 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 			}
 			_ = r.Slots.Release(ctx, p.SlotHolder())
 			_ = r.Notify.Publish(ctx, p.ProcessID)
-		default:
+		case started:
 			waiting = append(waiting, p)
 		}
 	}
@@ -137,8 +149,8 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	return requeued, r.resendEmails(ctx, batch)
 }
 
-// keepSlots holds again the slots of queued or running attempts that lost
-// theirs (Redis restarted or flushed), so the count of accounts in progress
+// keepSlots holds again the slots of started attempts (queued or running)
+// that lost theirs (Redis restarted or flushed), so the count of accounts in progress
 // stays true.
 func (r *Reconciler) keepSlots(ctx context.Context, waiting []queue.CreateAccount) error {
 	if len(waiting) == 0 {

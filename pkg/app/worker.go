@@ -76,6 +76,8 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		Logger:                   asynqLogger{log},
 		RetryDelayFunc:           retryDelay,
+		// A scheduled account waiting for its window or a slot is not failing.
+		IsFailure: func(err error) bool { return !errors.Is(err, jobs.ErrWaiting) },
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			retried, _ := asynq.GetRetryCount(ctx)
 			maxRetry, _ := asynq.GetMaxRetry(ctx)
@@ -90,8 +92,13 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 }
 
 // retryDelay backs off exponentially from 1 s to a minute, with jitter so
-// that a recovered database is not hit by every retry at once.
-func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+// that a recovered database is not hit by every retry at once; an attempt
+// waiting to start looks again within a second.
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	if errors.Is(err, jobs.ErrWaiting) {
+		// Slots free within a second or so: look again soon, spread out.
+		return 250*time.Millisecond + rand.N(750*time.Millisecond)
+	}
 	d := time.Second << min(n, 6)
 	return d/2 + rand.N(d/2+1)
 }

@@ -65,6 +65,9 @@ type Error struct {
 	Code   string       `json:"code"`
 	Detail string       `json:"detail"`
 	Errors []FieldError `json:"errors,omitempty"`
+	// Domain says where an attempt's error came from (validation,
+	// scheduling, processing, vendor); kept with latest_error.
+	Domain string `json:"domain,omitempty"`
 	// Extra holds additional top-level body fields, e.g. the two account
 	// numbers of account_already_imported.
 	Extra map[string]any `json:"-"`

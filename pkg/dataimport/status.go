@@ -21,6 +21,10 @@ type ImportProcess struct {
 	StagedVersion         int
 	Attempt               int
 	DryRun                bool // the attempt in progress is a dry run
+	V2Status              V2Status
+	Scheduled             bool       // a create (v1 or v2) scheduled the current attempt
+	WindowStart           *time.Time // the v2 schedule window, when one was given
+	WindowEnd             *time.Time
 	LatestError           *Error
 	PlatformAccountNumber string // "" until created
 	AccountCreatedAt      *time.Time
@@ -36,6 +40,16 @@ func (p *ImportProcess) Imported() bool { return p.PlatformAccountNumber != "" }
 func AlreadyImported(external, platform string) *Error {
 	return &Error{
 		Code:   CodeAccountAlreadyImported,
+		Detail: "Account has already been imported.",
+		Extra:  map[string]any{"external_account_number": external, "platform_account_number": platform},
+	}
+}
+
+// ProcessAlreadyImported is the v2 API's 400 for an account that has a
+// platform account, with both numbers.
+func ProcessAlreadyImported(external, platform string) *Error {
+	return &Error{
+		Code:   CodeProcessAlreadyImported,
 		Detail: "Account has already been imported.",
 		Extra:  map[string]any{"external_account_number": external, "platform_account_number": platform},
 	}

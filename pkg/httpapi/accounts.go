@@ -15,8 +15,19 @@ import (
 // supplier the caller may act for. The supplier comes first because its
 // phone region decides which numbers are valid.
 func (s *Server) decodeAccount(c *gin.Context) (*dataimport.Account, dataimport.Supplier, bool) {
+	acc, sup, err := s.decodeAccountBody(c, requestBody(c))
+	if err != nil {
+		abortWithError(c, err)
+		return nil, sup, false
+	}
+	return acc, sup, true
+}
+
+// decodeAccountBody is decodeAccount for an account object taken from a
+// larger body (v2 wraps it in "payload"); errors are returned, not rendered.
+func (s *Server) decodeAccountBody(c *gin.Context, body []byte) (*dataimport.Account, dataimport.Supplier, error) {
 	var sup dataimport.Supplier
-	acc, err := dataimport.DecodeAccountFor(requestBody(c), func(a *dataimport.Account) (dataimport.AccountRules, error) {
+	acc, err := dataimport.DecodeAccountFor(body, func(a *dataimport.Account) (dataimport.AccountRules, error) {
 		rules := dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC())}
 		if a.ImportSupplier == "" {
 			return rules, nil // validation reports the missing supplier
@@ -28,11 +39,7 @@ func (s *Server) decodeAccount(c *gin.Context) (*dataimport.Account, dataimport.
 		rules.PhoneRegion = sup.PhoneRegion
 		return rules, nil
 	})
-	if err != nil {
-		abortWithError(c, err)
-		return nil, sup, false
-	}
-	return acc, sup, true
+	return acc, sup, err
 }
 
 // validateAccount serves POST /validate-account/: 200 with the normalised

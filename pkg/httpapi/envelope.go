@@ -24,6 +24,7 @@ var statusByCode = map[string]int{
 	dataimport.CodeAuthenticationFailed:     http.StatusUnauthorized,
 	dataimport.CodeTokenExpired:             http.StatusUnauthorized,
 	dataimport.CodeNotFound:                 http.StatusNotFound,
+	dataimport.CodeProcessNotCancellable:    http.StatusConflict,
 	dataimport.CodeMethodNotAllowed:         http.StatusMethodNotAllowed,
 	dataimport.CodeRequestTooLarge:          http.StatusRequestEntityTooLarge,
 	dataimport.CodeUnsupportedMediaType:     http.StatusUnsupportedMediaType,

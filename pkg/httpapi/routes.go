@@ -21,6 +21,15 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.POST("/historical-statements/create/", s.createHistoricalStatements)
 }
 
+// routesV2 lists the asynchronous (v2) endpoints (v2.go).
+func (s *Server) routesV2(g *gin.RouterGroup) {
+	g.POST("/accounts/validate/", s.validateV2)
+	g.POST("/accounts/", s.createV2)
+	g.GET("/accounts/:supplier/:external/", s.statusV2)
+	g.GET("/accounts/:supplier/:external/events/", s.eventsV2)
+	g.POST("/accounts/:supplier/:external/cancel/", s.cancelV2)
+}
+
 // publicRoutes are served without authentication: the OpenAPI document of
 // the routes above and the documentation page that renders it.
 func (s *Server) publicRoutes(e *gin.Engine) {

@@ -37,6 +37,10 @@ type Store interface {
 	StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (int, bool, error)
 	AbandonAttempt(ctx context.Context, processID int64, attempt int) error
 	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
+	ScheduleV2(ctx context.Context, in postgres.ScheduleInput) (postgres.Scheduled, error)
+	Cancel(ctx context.Context, p dataimport.ImportProcess) (dataimport.ImportProcess, error)
+	Events(ctx context.Context, processID int64) ([]postgres.Event, error)
+	LatestEvent(ctx context.Context, processID int64) (postgres.Event, bool, error)
 }
 
 // Throttle slows down repeated failed logins per client.
@@ -116,6 +120,7 @@ func New(cfg Config, deps Deps) *Server {
 
 	v1 := e.Group("/v1/data-import", body, s.authenticate())
 	s.routes(v1)
+	s.routesV2(e.Group("/v2/data-import", body, s.authenticate()))
 	s.engine = e
 	return s
 }
@@ -123,7 +128,7 @@ func New(cfg Config, deps Deps) *Server {
 // ServeHTTP adds the trailing slash partners often forget before routing,
 // rather than redirecting a POST.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasSuffix(r.URL.Path, "/") && r.URL.Path != OpenAPIPath {
+	if (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/v2/")) && !strings.HasSuffix(r.URL.Path, "/") && r.URL.Path != OpenAPIPath {
 		r.URL.Path += "/"
 		if r.URL.RawPath != "" {
 			r.URL.RawPath += "/"

@@ -20,6 +20,7 @@ const (
 	OutcomeCompleted = "COMPLETED"
 	OutcomeFailed    = "FAILED"
 	OutcomeDryRun    = "DRY_RUN"
+	OutcomeCancelled = "CANCELLED"
 )
 
 // StartAttempt moves a staged, UNKNOWN process whose last attempt is
@@ -29,12 +30,22 @@ const (
 // (and usually wait on that attempt). Naming the attempt up front lets the
 // caller take the attempt's concurrency slot before starting it.
 func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (attempt int, started bool, err error) {
+	// The v1 create holds its slot from the start, so it is IN_PROGRESS in
+	// both views at once: scheduled and started in one statement.
 	var out []int
 	err = db.gorm.WithContext(ctx).Raw(`
-		UPDATE import_processes
-		   SET status = 'IN_PROGRESS', attempt = attempt + 1, dry_run = ?, operations_team_id = ?, modified_at = now()
-		 WHERE id = ? AND attempt = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
-		RETURNING attempt`, dryRun, teamID, processID, after).Scan(&out).Error
+		WITH s AS (
+			UPDATE import_processes
+			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
+			       attempt = attempt + 1, dry_run = ?, operations_team_id = ?, modified_at = now()
+			 WHERE id = ? AND attempt = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
+			RETURNING id, attempt, dry_run
+		), e AS (
+			INSERT INTO import_process_events (process_id, event, data)
+			SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'v1')
+			  FROM s, unnest(ARRAY[?, ?]::text[]) WITH ORDINALITY AS ev(name, n) ORDER BY ev.n
+		)
+		SELECT attempt FROM s`, dryRun, teamID, processID, after, dataimport.EventScheduled, dataimport.EventStarted).Scan(&out).Error
 	if err != nil {
 		return 0, false, fmt.Errorf("start attempt: %w", err)
 	}
@@ -44,22 +55,28 @@ func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, team
 	return out[0], true, nil
 }
 
-// AbandonAttempt puts a process back to UNKNOWN when its job could not even
-// be enqueued; only that attempt is affected.
+// errNotQueued is the latest_error of an attempt whose job could not be queued.
+var errNotQueued = &dataimport.Error{Code: dataimport.CodeServerError, Domain: dataimport.DomainScheduling,
+	Detail: "The account's creation could not be queued. Create it again."}
+
+// AbandonAttempt ends an attempt whose job could not even be enqueued; only
+// that attempt is affected.
 func (db *DB) AbandonAttempt(ctx context.Context, processID int64, attempt int) error {
-	err := db.gorm.WithContext(ctx).Exec(`
-		UPDATE import_processes SET status = 'UNKNOWN', dry_run = false, modified_at = now()
-		 WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`, processID, attempt).Error
-	if err != nil {
-		return fmt.Errorf("abandon attempt: %w", err)
-	}
-	return nil
+	return db.FinishAttempt(ctx, processID, attempt, OutcomeFailed, errNotQueued)
 }
 
 // FinishAttempt records an attempt that ended without an account: FAILED
-// (validation, or retries exhausted; the error is kept as latest_error) or
-// DRY_RUN. The process returns to UNKNOWN. Idempotent per attempt.
+// (validation, scheduling, or retries exhausted; the error is kept as
+// latest_error), DRY_RUN or CANCELLED. The v1 status returns to UNKNOWN,
+// the v2 status says how it ended, and the timeline says so too, all in one
+// transaction. Idempotent per attempt. A cancel ends only an attempt that has
+// not started.
 func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error {
+	if e != nil && e.Domain == "" {
+		c := *e
+		c.Domain = dataimport.DomainProcessing
+		e = &c
+	}
 	var errJSON []byte
 	if e != nil {
 		var err error
@@ -68,23 +85,35 @@ func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, o
 		}
 	}
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		set := "status = 'UNKNOWN', dry_run = false, modified_at = now()"
-		args := []any{}
-		if outcome == OutcomeFailed {
-			set += ", latest_error = ?::jsonb"
-			args = append(args, nullJSON(errJSON)) // no error given: NULL, not the invalid JSON ""
-		}
-		args = append(args, processID, attempt)
-		if err := tx.Exec(`UPDATE import_processes SET `+set+` WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`, args...).Error; err != nil {
+		var ended []struct{ V2Status string }
+		err := tx.Raw(`UPDATE import_processes
+			   SET status = 'UNKNOWN', scheduled = false, dry_run = false, modified_at = now(),
+			       v2_status = CASE WHEN ? = 'DRY_RUN' THEN 'DRY_RUN_SUCCEEDED' WHEN ? = 'CANCELLED' THEN 'CANCELLED'
+			                        WHEN dry_run THEN 'DRY_RUN_ERRORED' ELSE 'ERRORED' END,
+			       latest_error = CASE WHEN ? = 'FAILED' THEN ?::jsonb ELSE latest_error END
+			 WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS' AND (? <> 'CANCELLED' OR v2_status = 'PENDING')
+			RETURNING v2_status`, outcome, outcome, outcome, nullJSON(errJSON), processID, attempt, outcome).Scan(&ended).Error
+		if err != nil {
 			return fmt.Errorf("finish attempt: %w", err)
 		}
-		err := tx.Exec(`INSERT INTO import_attempts (process_id, attempt, outcome, error) VALUES (?, ?, ?, ?::jsonb)
+		if len(ended) == 0 {
+			return nil // already ended (or, for a cancel, started meanwhile)
+		}
+		err = tx.Exec(`INSERT INTO import_attempts (process_id, attempt, outcome, error) VALUES (?, ?, ?, ?::jsonb)
 			ON CONFLICT (process_id, attempt) DO NOTHING`, processID, attempt, outcome, nullJSON(errJSON)).Error
 		if err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		return nil
+		return recordEvent(tx, processID, endEvents[dataimport.V2Status(ended[0].V2Status)], errorData(attempt, e))
 	})
+}
+
+// endEvents names the event of each way an attempt can end without an account.
+var endEvents = map[dataimport.V2Status]string{
+	dataimport.V2Errored:         dataimport.EventErrored,
+	dataimport.V2Cancelled:       dataimport.EventCancelled,
+	dataimport.V2DryRunSucceeded: dataimport.EventDryRunSucceeded,
+	dataimport.V2DryRunErrored:   dataimport.EventDryRunErrored,
 }
 
 func nullJSON(b []byte) any {
@@ -139,6 +168,8 @@ type StuckProcess struct {
 	ExternalAccountNumber string
 	Attempt               int
 	DryRun                bool
+	V2Status              dataimport.V2Status // PENDING: scheduled, holds no slot yet; IN_PROGRESS: holds its slot
+	WindowStart           *time.Time
 	ModifiedAt            time.Time
 }
 
@@ -149,7 +180,7 @@ type StuckProcess struct {
 func (db *DB) InProgressSince(ctx context.Context, before time.Time, after StuckProcess, limit int) ([]StuckProcess, error) {
 	var out []StuckProcess
 	err := db.gorm.WithContext(ctx).Raw(`
-		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run, modified_at
+		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run, v2_status, window_start, modified_at
 		  FROM import_processes
 		 WHERE status = 'IN_PROGRESS' AND modified_at < ? AND (modified_at, id) > (?, ?)
 		 ORDER BY modified_at, id LIMIT ?`, before, after.ModifiedAt, after.ProcessID, limit).Scan(&out).Error
@@ -159,19 +190,22 @@ func (db *DB) InProgressSince(ctx context.Context, before time.Time, after Stuck
 	return out, nil
 }
 
-// CountInProgress counts processes IN_PROGRESS (a metric and a test probe).
+// CountInProgress counts accounts being created now, each holding a slot
+// under the cluster-wide cap (a metric and a test probe); scheduled ones
+// still waiting for their window or a slot are not counted.
 func (db *DB) CountInProgress(ctx context.Context) (int64, error) {
 	var n int64
-	if err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE status = 'IN_PROGRESS'`).Scan(&n).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE v2_status = 'IN_PROGRESS'`).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count in progress: %w", err)
 	}
 	return n, nil
 }
 
-// StillInProgress reports whether the process is still running this attempt.
+// StillInProgress reports whether the process is still running this attempt
+// (started: it holds a slot).
 func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error) {
 	var n int64
-	err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS'`,
+	err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes WHERE id = ? AND attempt = ? AND v2_status = 'IN_PROGRESS'`,
 		processID, attempt).Scan(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("process state: %w", err)
@@ -180,7 +214,7 @@ func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int)
 }
 
 // NotInProgress returns those of the slot owners whose attempt is not in
-// progress (or whose process does not exist): their slots are stale. An
+// progress (started and holding its slot) (or whose process does not exist): their slots are stale. An
 // owner with attempt 0 stands for any attempt of its process.
 func (db *DB) NotInProgress(ctx context.Context, owners []queue.SlotRef) ([]queue.SlotRef, error) {
 	if len(owners) == 0 {
@@ -198,7 +232,7 @@ func (db *DB) NotInProgress(ctx context.Context, owners []queue.SlotRef) ([]queu
 	err := db.gorm.WithContext(ctx).Raw(`
 		SELECT x.id, x.attempt FROM unnest(?::bigint[], ?::bigint[]) AS x(id, attempt)
 		 WHERE NOT EXISTS (SELECT 1 FROM import_processes p
-		                    WHERE p.id = x.id AND p.status = 'IN_PROGRESS' AND (x.attempt = 0 OR p.attempt = x.attempt))`,
+		                    WHERE p.id = x.id AND p.v2_status = 'IN_PROGRESS' AND (x.attempt = 0 OR p.attempt = x.attempt))`,
 		pgIDs(ids), pgIDs(attempts)).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("processes not in progress: %w", err)

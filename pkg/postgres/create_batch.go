@@ -77,7 +77,7 @@ func createAccountTx(ctx context.Context, c *pgx.Conn, in CreationInput, b *pgx.
 	// run waits here, then finds the process COMPLETED and aborts.
 	tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'attempt not current') FROM (
 			SELECT 1 FROM import_processes
-			 WHERE id = $1 AND status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
+			 WHERE id = $1 AND v2_status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
 			   FOR UPDATE) current`, in.ProcessID, in.Attempt)
 	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
 	if !in.DryRun {
@@ -220,13 +220,18 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 				return err
 			})
 	}
-	// Complete the process and record the attempt in one statement.
+	// Complete the process, record the attempt and its event in one statement.
 	b.Queue(`WITH done AS (
-			UPDATE import_processes SET status = 'COMPLETED', platform_account_number = $1, account_created_at = $2,
-			       latest_error = NULL, dry_run = false, modified_at = now()
-			 WHERE id = $3 RETURNING id, attempt)
-		INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
-		SELECT id, attempt, 'COMPLETED', $1 FROM done`, number, in.Now, in.ProcessID)
+			UPDATE import_processes SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = $1,
+			       account_created_at = $2, latest_error = NULL, dry_run = false, modified_at = now()
+			 WHERE id = $3 RETURNING id, attempt
+		), a AS (
+			INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
+			SELECT id, attempt, 'COMPLETED', $1 FROM done
+		)
+		INSERT INTO import_process_events (process_id, event, data)
+		SELECT id, $4, jsonb_build_object('attempt', attempt, 'platform_account_number', $1::text) FROM done`,
+		number, in.Now, in.ProcessID, dataimport.EventProcessed)
 	return b, res, nil
 }
 

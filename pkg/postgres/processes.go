@@ -21,6 +21,10 @@ type processRow struct {
 	StagedVersion         int
 	Attempt               int
 	DryRun                bool
+	V2Status              string
+	Scheduled             bool
+	WindowStart           *time.Time
+	WindowEnd             *time.Time
 	LatestError           []byte
 	PlatformAccountNumber *string
 	AccountCreatedAt      *time.Time
@@ -34,7 +38,8 @@ func (r processRow) domain() dataimport.ImportProcess {
 	p := dataimport.ImportProcess{
 		ID: r.ID, SupplierID: r.SupplierID, ExternalAccountNumber: r.ExternalAccountNumber,
 		Status: dataimport.ImportStatus(r.Status), Skipped: r.Skipped, StagedVersion: r.StagedVersion,
-		Attempt: r.Attempt, DryRun: r.DryRun, AccountCreatedAt: r.AccountCreatedAt, CreatedAt: r.CreatedAt, ModifiedAt: r.ModifiedAt,
+		Attempt: r.Attempt, DryRun: r.DryRun, V2Status: dataimport.V2Status(r.V2Status), Scheduled: r.Scheduled,
+		WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, AccountCreatedAt: r.AccountCreatedAt, CreatedAt: r.CreatedAt, ModifiedAt: r.ModifiedAt,
 	}
 	if r.PlatformAccountNumber != nil {
 		p.PlatformAccountNumber = *r.PlatformAccountNumber

@@ -46,7 +46,7 @@ func DataRefused(err error) *dataimport.Error {
 	if len(where) > 0 {
 		detail += " (" + strings.Join(where, ", ") + ")"
 	}
-	return &dataimport.Error{Code: dataimport.CodeDataRefused,
+	return &dataimport.Error{Code: dataimport.CodeDataRefused, Domain: dataimport.DomainValidation,
 		Detail: detail + ". Nothing was stored; correct the data, as sending it again unchanged will fail the same way."}
 }
 

@@ -59,15 +59,19 @@ func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, e
 			INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
 			SELECT supplier_id, external, 1 FROM input ORDER BY supplier_id, external
 			ON CONFLICT (supplier_id, external_account_number) DO UPDATE
-			   SET staged_version = import_processes.staged_version + 1, modified_at = now()
+			   SET staged_version = import_processes.staged_version + 1, modified_at = now(),
+			       v2_status = 'PENDING', scheduled = false, window_start = NULL, window_end = NULL
 			 WHERE import_processes.status = 'UNKNOWN' AND NOT import_processes.skipped
 			RETURNING id, supplier_id, external_account_number, staged_version
 		), v AS (
 			INSERT INTO import_process_versions (process_id, version, payload)
 			SELECT p.id, p.staged_version, input.payload::jsonb
 			  FROM p JOIN input ON input.supplier_id = p.supplier_id AND input.external = p.external_account_number
+		), e AS (
+			INSERT INTO import_process_events (process_id, event, data)
+			SELECT p.id, $4, jsonb_build_object('version', p.staged_version, 'api', 'v1') FROM p
 		)
-		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads)
+		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads, dataimport.EventStaged)
 	if err != nil {
 		return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hibiken/asynq"
 )
@@ -33,6 +34,9 @@ type CreateAccount struct {
 	ExternalAccountNumber string `json:"external_account_number"`
 	Attempt               int    `json:"attempt"`
 	DryRun                bool   `json:"dry_run"`
+	// NotBefore is the start of a v2 schedule window: asynq holds the task
+	// until then (ProcessAt). Zero: as soon as possible.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // TaskID is deterministic per attempt, so a second request or a reconciler
@@ -87,7 +91,11 @@ func (p CreateAccount) Task() (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", TypeCreateAccount, err)
 	}
-	return asynq.NewTask(TypeCreateAccount, b, asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts), asynq.MaxRetry(10)), nil
+	opts := []asynq.Option{asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts), asynq.MaxRetry(10)}
+	if !p.NotBefore.IsZero() {
+		opts = append(opts, asynq.ProcessAt(p.NotBefore))
+	}
+	return asynq.NewTask(TypeCreateAccount, b, opts...), nil
 }
 
 // WelcomeEmail is the payload of one welcome e-mail (one per customer).

@@ -1,0 +1,297 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// The asynchronous (v2) API is a second view of the same import process
+// (CONTRACT §8): the same validation, staging history, attempt counter,
+// worker and cluster-wide cap as v1. A create answers at once; the account
+// is created inside its schedule window, and partners follow its status.
+
+// v2Body is a v2 request: the account object under "payload", and for a
+// create the optional task_params.
+type v2Body struct {
+	Payload    json.RawMessage `json:"payload"`
+	TaskParams json.RawMessage `json:"task_params"`
+}
+
+type v2TaskParams struct {
+	IsDryRun            *bool                `json:"is_dry_run,omitempty"`
+	ScheduleWindowStart *dataimport.DateTime `json:"schedule_window_start,omitempty"`
+	ScheduleWindowEnd   *dataimport.DateTime `json:"schedule_window_end,omitempty"`
+}
+
+// decodeV2 splits a v2 body into the validated account and its task
+// parameters. Field errors of the account keep v1's attr paths (relative to
+// the account); those of task_params are prefixed "task_params.".
+func (s *Server) decodeV2(c *gin.Context, withParams bool) (*dataimport.Account, dataimport.Supplier, v2TaskParams, error) {
+	var body v2Body
+	var params v2TaskParams
+	dec := json.NewDecoder(bytes.NewReader(requestBody(c)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.Decode(new(any)) != io.EOF {
+		return nil, dataimport.Supplier{}, params, v2BodyError(err, withParams)
+	}
+	if len(body.Payload) == 0 || bytes.Equal(body.Payload, []byte("null")) {
+		return nil, dataimport.Supplier{}, params, &dataimport.Error{Code: dataimport.CodeInvalidPayload, Detail: "The request body is invalid.",
+			Errors: []dataimport.FieldError{{Attr: "payload", Code: dataimport.CodeRequired, Detail: "This field is required."}}}
+	}
+	var paramErrs []dataimport.FieldError
+	if len(body.TaskParams) > 0 && !bytes.Equal(body.TaskParams, []byte("null")) {
+		if !withParams {
+			return nil, dataimport.Supplier{}, params, v2BodyError(fmt.Errorf(`json: unknown field "task_params"`), false)
+		}
+		p, err := dataimport.Decode(body.TaskParams, dataimport.CodeInvalidPayload, "The request body is invalid.", func(*v2TaskParams) []dataimport.FieldError { return nil })
+		if err != nil {
+			e, ok := dataimport.AsError(err)
+			if !ok || e.Code == dataimport.CodeParseError {
+				return nil, dataimport.Supplier{}, params, err
+			}
+			for _, fe := range e.Errors {
+				fe.Attr = "task_params." + fe.Attr
+				paramErrs = append(paramErrs, fe)
+			}
+		} else {
+			params = *p
+		}
+	}
+	if len(paramErrs) == 0 {
+		paramErrs = dataimport.CheckWindow(params.window(), time.Now())
+	}
+	acc, sup, err := s.decodeAccountBody(c, body.Payload)
+	if err != nil {
+		if e, ok := dataimport.AsError(err); ok && e.Code == dataimport.CodeAccountFailedValidation && len(paramErrs) > 0 {
+			e.Errors = append(e.Errors, paramErrs...) // every error at once
+		}
+		return nil, sup, params, err
+	}
+	if len(paramErrs) > 0 {
+		return nil, sup, params, &dataimport.Error{Code: dataimport.CodeInvalidPayload, Detail: "The request body is invalid.", Errors: paramErrs}
+	}
+	return acc, sup, params, nil
+}
+
+func v2BodyError(err error, withParams bool) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), err == nil:
+		return dataimport.Errorf(dataimport.CodeParseError, "The request body is not valid JSON.")
+	case errors.As(err, &typ):
+		return &dataimport.Error{Code: dataimport.CodeInvalidPayload, Detail: "The request body is invalid.",
+			Errors: []dataimport.FieldError{{Attr: dataimport.CodeNonFieldErrors, Code: dataimport.CodeInvalid, Detail: "Expected a JSON object."}}}
+	}
+	allowed := `"payload"`
+	if withParams {
+		allowed += ` and "task_params"`
+	}
+	return &dataimport.Error{Code: dataimport.CodeInvalidPayload, Detail: "The request body is invalid.",
+		Errors: []dataimport.FieldError{{Attr: dataimport.CodeNonFieldErrors, Code: dataimport.CodeUnknownField,
+			Detail: "Only " + allowed + " may be given."}}}
+}
+
+func (p v2TaskParams) window() dataimport.Window {
+	var w dataimport.Window
+	if p.ScheduleWindowStart != nil {
+		w.Start = p.ScheduleWindowStart.Time
+	}
+	if p.ScheduleWindowEnd != nil {
+		w.End = p.ScheduleWindowEnd.Time
+	}
+	return w
+}
+
+// validateV2 serves POST /v2/data-import/accounts/validate/: 200 with an
+// empty body, or 400 with every error.
+func (s *Server) validateV2(c *gin.Context) {
+	if _, _, _, err := s.decodeV2(c, false); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+// createV2 serves POST /v2/data-import/accounts/: validate, stage the payload
+// as a new version and schedule one creation attempt; 201 at once.
+func (s *Server) createV2(c *gin.Context) {
+	ctx := c.Request.Context()
+	acc, sup, params, err := s.decodeV2(c, true)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return
+	}
+	payload, err := json.Marshal(acc)
+	if err != nil {
+		abortWithError(c, fmt.Errorf("encode staged account: %w", err))
+		return
+	}
+	w := params.window()
+	sch, err := s.deps.Store.ScheduleV2(ctx, postgres.ScheduleInput{Supplier: sup, External: acc.ExternalAccountNumber, Payload: payload,
+		DryRun: params.IsDryRun != nil && *params.IsDryRun, Window: w})
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	p := sch.Process
+	task := queue.CreateAccount{ProcessID: p.ID, SupplierID: sup.ID, ExternalAccountNumber: p.ExternalAccountNumber,
+		Attempt: p.Attempt, DryRun: p.DryRun, NotBefore: w.Start}
+	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
+		// The schedule is durable in Postgres; the reconciler enqueues it.
+		logger(c).WarnContext(ctx, "scheduled account not enqueued; the reconciler will", "process_id", p.ID, "err", err.Error())
+	}
+	url := v2StatusURL(sup.Code, p.ExternalAccountNumber)
+	c.Header("Location", url)
+	c.JSON(http.StatusCreated, gin.H{"status": dataimport.V2Pending, "status_url": url})
+}
+
+func v2StatusURL(supplier, external string) string {
+	return "/v2/data-import/accounts/" + url.PathEscape(supplier) + "/" + url.PathEscape(external) + "/"
+}
+
+// v2Process loads the process named by the path for the caller; 404 for an
+// unknown pair or a supplier the caller may not see.
+func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, bool) {
+	p, err := s.deps.Store.ProcessForOrganisation(c.Request.Context(), principal(c).OrganisationID, c.Param("supplier"), c.Param("external"))
+	if err == nil && p.StagedVersion == 0 && !p.Imported() {
+		err = dataimport.ErrSupplierNotFound("") // only marked skipped: nothing a partner staged
+	}
+	if err != nil {
+		abortWithError(c, asNotFound(err))
+		return p, false
+	}
+	return p, true
+}
+
+// v2Status is the v2 status body.
+type v2Status struct {
+	Status                dataimport.V2Status `json:"status"`
+	Scheduled             bool                `json:"scheduled"`
+	PlatformAccountNumber string              `json:"platform_account_number"`
+	CreatedAt             wireTime            `json:"created_at"`
+	ModifiedAt            wireTime            `json:"modified_at"`
+	ScheduleWindowStart   *wireTime           `json:"schedule_window_start"`
+	ScheduleWindowEnd     *wireTime           `json:"schedule_window_end"`
+	LatestEvent           *v2Event            `json:"latest_event"`
+	LatestError           *v2Error            `json:"latest_error"`
+}
+
+type v2Event struct {
+	Event      string          `json:"event"`
+	OccurredAt wireTime        `json:"occurred_at"`
+	Data       json.RawMessage `json:"data"`
+}
+
+type v2Error struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+	Domain string `json:"domain"`
+}
+
+// statusV2 serves GET /v2/data-import/accounts/<supplier>/<external>/.
+func (s *Server) statusV2(c *gin.Context) {
+	p, ok := s.v2Process(c)
+	if !ok {
+		return
+	}
+	body := v2Status{Status: p.V2Status, Scheduled: p.Scheduled, PlatformAccountNumber: p.PlatformAccountNumber,
+		CreatedAt: wireTime(p.CreatedAt), ModifiedAt: wireTime(p.ModifiedAt),
+		ScheduleWindowStart: wireTimePtr(p.WindowStart), ScheduleWindowEnd: wireTimePtr(p.WindowEnd)}
+	if e := p.LatestError; e != nil {
+		domain := e.Domain
+		if domain == "" {
+			domain = dataimport.DomainProcessing
+		}
+		body.LatestError = &v2Error{Code: e.Code, Detail: e.Detail, Domain: domain}
+	}
+	ev, found, err := s.deps.Store.LatestEvent(c.Request.Context(), p.ID)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if found {
+		e := eventBody(ev)
+		body.LatestEvent = &e
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+func eventBody(e postgres.Event) v2Event {
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	return v2Event{Event: e.Event, OccurredAt: wireTime(e.OccurredAt), Data: data}
+}
+
+// eventsV2 serves GET …/<supplier>/<external>/events/: the whole timeline.
+func (s *Server) eventsV2(c *gin.Context) {
+	p, ok := s.v2Process(c)
+	if !ok {
+		return
+	}
+	evs, err := s.deps.Store.Events(c.Request.Context(), p.ID)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	out := make([]v2Event, len(evs))
+	for i, e := range evs {
+		out[i] = eventBody(e)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// cancelV2 serves POST …/<supplier>/<external>/cancel/: a scheduled attempt
+// that has not started is cancelled (its task becomes a no-op and never
+// takes a slot); cancelling again is 200 too; anything else is 409.
+func (s *Server) cancelV2(c *gin.Context) {
+	p, ok := s.v2Process(c)
+	if !ok {
+		return
+	}
+	now, err := s.deps.Store.Cancel(c.Request.Context(), p)
+	if errors.Is(err, postgres.ErrNotCancellable) {
+		renderError(c, &dataimport.Error{Code: dataimport.CodeProcessNotCancellable,
+			Detail: fmt.Sprintf("Account %s is %s and can no longer be cancelled.", now.ExternalAccountNumber, now.V2Status),
+			Extra:  map[string]any{"status": now.V2Status}})
+		return
+	}
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": now.V2Status, "status_url": v2StatusURL(c.Param("supplier"), now.ExternalAccountNumber)})
+}
+
+// wireTime is a datetime as the interface writes it: YYYY-MM-DDTHH:MM:SSZ.
+type wireTime time.Time
+
+func (t wireTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
+}
+
+func wireTimePtr(t *time.Time) *wireTime {
+	if t == nil {
+		return nil
+	}
+	w := wireTime(*t)
+	return &w
+}
