@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -190,7 +191,17 @@ var schemaCoverage = map[string]coverage{
 	"check payment_instructions.payment_instructions_type_check": refusedBy(
 		payment("invalid_choice", "type", `"type": "CHEQUE"`)),
 
+	"check import_processes.import_processes_window_check": refusedBy(example{ // a v2 create's task_params
+		code: dataimport.CodeWindowEndBeforeStart, attr: "task_params.schedule_window_end", refuse: func() []dataimport.FieldError {
+			now := time.Now()
+			return dataimport.CheckWindow(dataimport.Window{Start: now.Add(time.Hour), End: now.Add(time.Hour)}, now)
+		}}),
 	// CHECKs only our code, operators or vendors reach.
+	"check import_processes.import_processes_v2_status_check":              notFromPartner(ourState),
+	"check import_processes.import_processes_v1_v2_status_check":           notFromPartner(ourState + " (v1 status derived from the v2 state)"),
+	"check import_process_events.import_process_events_event_check":        notFromPartner(ourState + " (the timeline)"),
+	"check welcome_emails.welcome_emails_state_check":                      notFromPartner(ourState),
+	"check welcome_emails.welcome_emails_sent_at_state":                    notFromPartner(ourState),
 	"check accounts.accounts_platform_account_number_check":                notFromPartner("drawn by our code (A- and 8 hex digits)"),
 	"check api_keys.api_keys_key_hash_check":                               notFromPartner("a SHA-256 our code computes"),
 	"check import_attempts.import_attempts_outcome_check":                  notFromPartner(ourState),
@@ -228,6 +239,8 @@ var schemaCoverage = map[string]coverage{
 	"account_transactions.id bigint":                notFromPartner(aKey),
 	"account_transactions.statement_id bigint":      notFromPartner(aKey),
 	"accounts.id bigint":                            notFromPartner(aKey),
+	"import_process_events.id bigint":               notFromPartner(aKey),
+	"import_process_events.process_id bigint":       notFromPartner(aKey),
 	"accounts.import_process_id bigint":             notFromPartner(aKey),
 	"accounts.supplier_id bigint":                   notFromPartner(aKey),
 	"agreements.id bigint":                          notFromPartner(aKey),
