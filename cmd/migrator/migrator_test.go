@@ -380,12 +380,20 @@ func TestPushStopAndResume(t *testing.T) {
 
 func TestPushThrottledAndTokenExpiry(t *testing.T) {
 	t.Parallel()
-	// Tokens live 2s, so the run outlives several of them.
-	e := newEnv(t, func(c *testutil.StackConfig) { c.TokenTTL = 2 * time.Second })
+	// Tokens live 1s (plus the API's clock-skew leeway, auth.ClockSkew), so
+	// the run outlives several of them.
+	e := newEnv(t, func(c *testutil.StackConfig) { c.TokenTTL = time.Second })
 	if err := e.st.DB.SetConcurrencyLimit(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
-	file := e.writeFile("accounts.ndjson", validLines(t, "THR", 16))
+	// Each creation takes at least 250 ms and the cap of 1 makes them one at
+	// a time, so the run lasts well past a token's life and its leeway.
+	if err := e.st.DB.Gorm().Exec(`CREATE FUNCTION test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(0.25); RETURN NEW; END $$;
+		CREATE TRIGGER test_slow BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION test_slow()`).Error; err != nil {
+		t.Fatal(err)
+	}
+	file := e.writeFile("accounts.ndjson", validLines(t, "THR", 32))
 	report := filepath.Join(e.dir, "report.csv")
 	out, err := e.push(file, report, "--parallel", "8")
 	if err != nil {
@@ -396,7 +404,7 @@ func TestPushThrottledAndTokenExpiry(t *testing.T) {
 			t.Fatalf("row %+v", r)
 		}
 	}
-	e.checkAllImported(16)
+	e.checkAllImported(32)
 	if n := e.proxy.status(http.StatusTooManyRequests); n == 0 {
 		t.Fatal("no 429 seen: the limit was not exercised")
 	}
@@ -406,7 +414,7 @@ func TestPushThrottledAndTokenExpiry(t *testing.T) {
 	if n := e.proxy.calls("/v1/graphql/", ""); n < 2 {
 		t.Fatalf("%d obtainToken calls: the token was never renewed", n)
 	}
-	if !strings.Contains(out, "completed 16,") {
+	if !strings.Contains(out, "completed 32,") {
 		t.Fatalf("summary: %s", out)
 	}
 }

@@ -192,8 +192,8 @@ func TestReadReplicaRouting(t *testing.T) {
 	}
 	// A lagging replica that has the staging but not yet the creation: the
 	// status read shows the replica's older state (the documented trade-off).
-	must(t, rg.Exec(`INSERT INTO import_processes (supplier_id, external_account_number, status, staged_version)
-		VALUES (?, 'EXT-1', 'IN_PROGRESS', 1)`, supplierID).Error)
+	must(t, rg.Exec(`INSERT INTO import_processes (supplier_id, external_account_number, status, v2_status, staged_version)
+		VALUES (?, 'EXT-1', 'IN_PROGRESS', 'IN_PROGRESS', 1)`, supplierID).Error)
 	if st := p.status("EXT-1"); st["status"] != "IN_PROGRESS" {
 		t.Fatalf("status should come from the lagging replica: %v", st)
 	}
