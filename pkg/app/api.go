@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
@@ -50,7 +51,8 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop}
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	go notifier.Run(bg)
-	go db.WatchControl(bg, log) // keys, suppliers, teams and the limit cached in memory
+	go db.WatchControl(bg, log)                   // keys, suppliers, teams and the limit cached in memory
+	go db.RunEventRelay(bg, EventRelayEvery, log) // numbers events for the feed (one process at a time)
 	stageRows := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dataimport_stage_statement_rows",
 		Help: "Staging requests written per statement (concurrent requests share one).", Buckets: prometheus.ExponentialBuckets(1, 2, 7)})
 	a.Registry.MustRegister(stageRows)
@@ -93,6 +95,10 @@ func (a *API) Close() error {
 	a.stop()
 	return errors.Join(a.queue.Close(), a.DB.Close(), a.Redis.Close())
 }
+
+// EventRelayEvery is how often a process numbers newly committed events (the
+// floor of the notification lag).
+const EventRelayEvery = 100 * time.Millisecond
 
 // Redis names shared by the API and the workers.
 const (

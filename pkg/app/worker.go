@@ -35,6 +35,7 @@ type Worker struct {
 	queue      *queue.Client
 	inspector  *asynq.Inspector
 	reconciler *jobs.Reconciler
+	log        *slog.Logger
 	stop       context.CancelFunc
 	done       chan struct{}
 }
@@ -48,7 +49,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
-		inspector: asynq.NewInspector(redisOpt), done: make(chan struct{})}
+		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
@@ -131,6 +132,7 @@ func (w *Worker) Start() error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop = stop
+	go w.DB.RunEventRelay(ctx, EventRelayEvery, w.log)
 	go func() {
 		defer close(w.done)
 		w.reconciler.Run(ctx)

@@ -241,6 +241,7 @@ var schemaCoverage = map[string]coverage{
 	"accounts.id bigint":                            notFromPartner(aKey),
 	"import_process_events.id bigint":               notFromPartner(aKey),
 	"import_process_events.process_id bigint":       notFromPartner(aKey),
+	"import_process_events.position bigint":         notFromPartner("numbered by the event relay from a sequence"),
 	"accounts.import_process_id bigint":             notFromPartner(aKey),
 	"accounts.supplier_id bigint":                   notFromPartner(aKey),
 	"agreements.id bigint":                          notFromPartner(aKey),
