@@ -139,3 +139,12 @@ const CodeTransactionImportError = "transaction_import_error"
 
 // CodeTooManyErrors ends an error list cut at MaxReportedErrors.
 const CodeTooManyErrors = "too_many_errors"
+
+// Idempotency-Key codes (CONTRACT §12): the header is malformed (400), the
+// key was used for another request (422), or the key's first request is
+// still running (409).
+const (
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	CodeIdempotencyKeyReused  = "idempotency_key_reused"
+	CodeIdempotencyKeyInUse   = "idempotency_key_in_use"
+)
