@@ -30,6 +30,11 @@ var errAuth = errors.New("authentication refused")
 // maxBody caps what is read of a non-streamed response.
 const maxBody = 32 << 20
 
+// maxInUseWait bounds the wait for an earlier try of a request that the API
+// says is still running (409 idempotency_key_in_use). The API takes a claim
+// over after a few minutes (its lease), so longer means something is wrong.
+const maxInUseWait = 10 * time.Minute
+
 // client calls the data-import API with the retry rules of the interface:
 // 429 waits Retry-After; 500/502/503/504 and network errors are retried as
 // they are with exponential backoff and jitter (bounded); anything else is
@@ -153,6 +158,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if req.method == http.MethodPost {
 		key = uuid.NewString() // one per request, the same on all its retries
 	}
+	var inUseSince time.Time
 	for {
 		var token string
 		var gen int
@@ -194,11 +200,14 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 				return nil, err
 			}
 			continue
-		case resp.Status == http.StatusConflict && resp.apiErr().Code == "idempotency_key_in_use":
+		case resp.Status == http.StatusConflict && resp.apiErr().Code == "idempotency_key_in_use" &&
+			(inUseSince.IsZero() || time.Since(inUseSince) < maxInUseWait):
 			// Our earlier try is still running server-side (its answer was
-			// lost): wait for it and get its answer. The server's claim
-			// lease bounds this; a graceful stop still waits, as the
-			// request was started.
+			// lost): wait for it and get its answer. A graceful stop still
+			// waits, as the request was started.
+			if inUseSince.IsZero() {
+				inUseSince = time.Now()
+			}
 			wait := retryAfter(resp.Header, time.Second)
 			c.log.DebugContext(ctx, "idempotency key in use, waiting for the first try", "path", req.path, "wait", wait)
 			if err := sleep(ctx, nil, wait); err != nil {

@@ -24,6 +24,7 @@ func TestPushRetriesReuseIdempotencyKeys(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string][]call{} // key → the requests that carried it
 	unkeyed := []string{}
+	tried := map[call]bool{}
 	e.proxy.fake = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if r.Method != http.MethodPost {
 			return false
@@ -33,12 +34,14 @@ func TestPushRetriesReuseIdempotencyKeys(t *testing.T) {
 		}
 		_ = json.Unmarshal(body, &id)
 		key := r.Header.Get("Idempotency-Key")
+		c := call{r.URL.Path, id.External}
 		mu.Lock()
 		if key == "" {
 			unkeyed = append(unkeyed, r.URL.Path)
 		}
-		first := key != "" && len(calls[key]) == 0
-		calls[key] = append(calls[key], call{r.URL.Path, id.External})
+		calls[key] = append(calls[key], c)
+		first := !tried[c] // by request, not by key: a client that changes keys still gets through
+		tried[c] = true
 		mu.Unlock()
 		switch {
 		case !first || !strings.HasPrefix(r.URL.Path, apiPrefix+"/"):
