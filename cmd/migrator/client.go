@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/uuid"
 )
 
 // errStopped means a graceful stop was asked while a request was waiting
@@ -29,10 +30,19 @@ var errAuth = errors.New("authentication refused")
 // maxBody caps what is read of a non-streamed response.
 const maxBody = 32 << 20
 
+// maxInUseWait bounds the wait for an earlier try of a request that the API
+// says is still running (409 idempotency_key_in_use). The API takes a claim
+// over after a few minutes (its lease), so longer means something is wrong.
+const maxInUseWait = 10 * time.Minute
+
 // client calls the data-import API with the retry rules of the interface:
 // 429 waits Retry-After; 500/502/503/504 and network errors are retried as
 // they are with exponential backoff and jitter (bounded); anything else is
-// final. It holds the access token and renews it when it expires.
+// final. Every POST carries an Idempotency-Key made once per request and
+// sent again on each of its retries, so that a retry of a request whose
+// answer was lost gets that answer instead of running it twice; a 409
+// idempotency_key_in_use (the first try still running) waits Retry-After.
+// It holds the access token and renews it when it expires.
 type client struct {
 	base     string
 	apiKey   string
@@ -144,6 +154,11 @@ func (c *client) newBackOff(ctx context.Context) backoff.BackOff {
 func (c *client) do(ctx context.Context, req request) (*response, error) {
 	bo := c.newBackOff(ctx)
 	renewals := 0
+	var key string
+	if req.method == http.MethodPost {
+		key = uuid.NewString() // one per request, the same on all its retries
+	}
+	var inUseSince time.Time
 	for {
 		var token string
 		var gen int
@@ -153,7 +168,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 				return nil, err
 			}
 		}
-		resp, err := c.once(ctx, req, token)
+		resp, err := c.once(ctx, req, token, key)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%s %s: %w", req.method, req.path, context.Cause(ctx))
@@ -185,6 +200,20 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 				return nil, err
 			}
 			continue
+		case resp.Status == http.StatusConflict && resp.apiErr().Code == "idempotency_key_in_use" &&
+			(inUseSince.IsZero() || time.Since(inUseSince) < maxInUseWait):
+			// Our earlier try is still running server-side (its answer was
+			// lost): wait for it and get its answer. A graceful stop still
+			// waits, as the request was started.
+			if inUseSince.IsZero() {
+				inUseSince = time.Now()
+			}
+			wait := retryAfter(resp.Header, time.Second)
+			c.log.DebugContext(ctx, "idempotency key in use, waiting for the first try", "path", req.path, "wait", wait)
+			if err := sleep(ctx, nil, wait); err != nil {
+				return nil, err
+			}
+			continue
 		case retryable(resp.Status):
 			wait := bo.NextBackOff()
 			if wait == backoff.Stop {
@@ -206,7 +235,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 }
 
 // once sends one attempt. A body cut short is a network error (retried).
-func (c *client) once(ctx context.Context, req request, token string) (*response, error) {
+func (c *client) once(ctx context.Context, req request, token, idempotencyKey string) (*response, error) {
 	var body io.Reader
 	if req.body != nil {
 		body = bytes.NewReader(req.body)
@@ -222,6 +251,9 @@ func (c *client) once(ctx context.Context, req request, token string) (*response
 	hr.Header.Set("User-Agent", "gridshift-migrator/1")
 	if token != "" {
 		hr.Header.Set("Authorization", "Token "+token)
+	}
+	if idempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", idempotencyKey)
 	}
 	for k, v := range req.header {
 		hr.Header.Set(k, v)

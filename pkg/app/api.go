@@ -74,7 +74,8 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		a.Close()
 		return nil, err
 	}
-	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait}, httpapi.Deps{
+	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait,
+		IdempotencyTTL: cfg.IdempotencyTTL}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,
 		Schema:   schema,
@@ -85,7 +86,8 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Registry: a.Registry,
 		Vendors:  paymentVendors(cfg, log),
 
-		Documents: docs,
+		Documents:   docs,
+		Idempotency: db,
 	})
 	return a, nil
 }

@@ -36,8 +36,10 @@ type Worker struct {
 	inspector  *asynq.Inspector
 	reconciler *jobs.Reconciler
 	log        *slog.Logger
+	sweeper    *jobs.IdempotencySweeper
 	stop       context.CancelFunc
 	done       chan struct{}
+	swept      chan struct{} // closed when the sweeper has stopped
 }
 
 // NewWorker connects and wires the handlers.
@@ -49,7 +51,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
-		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{})}
+		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
@@ -66,6 +68,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
 		Emails: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
+	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
@@ -137,8 +140,17 @@ func (w *Worker) Start() error {
 		defer close(w.done)
 		w.reconciler.Run(ctx)
 	}()
+	go func() {
+		defer close(w.swept)
+		w.sweeper.Run(ctx)
+	}()
 	return nil
 }
+
+// idempotencySweepEvery paces the deletion of expired idempotency keys: a
+// key outliving IDEMPOTENCY_TTL by a minute is harmless (it is no longer
+// replayed), and every worker sweeps.
+const idempotencySweepEvery = time.Minute
 
 // Shutdown stops taking tasks and waits (up to SHUTDOWN_TIMEOUT) for the
 // running ones; unfinished ones go back to the queue for another replica.
@@ -146,6 +158,7 @@ func (w *Worker) Shutdown() {
 	if w.stop != nil {
 		w.stop()
 		<-w.done
+		<-w.swept
 	}
 	w.server.Shutdown()
 	_ = w.inspector.Close()

@@ -27,6 +27,7 @@ type Config struct {
 	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
 	ProcessWait       time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
+	IdempotencyTTL    time.Duration `env:"IDEMPOTENCY_TTL" envDefault:"24h"` // how long an Idempotency-Key's answer is replayed
 	SlotLease         time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
 	WorkerPoll        time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"20ms"`
 	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
@@ -78,6 +79,9 @@ func Load() (Config, error) {
 	}
 	if c.TokenTTL <= 0 {
 		return c, fmt.Errorf("config: TOKEN_TTL must be positive")
+	}
+	if c.IdempotencyTTL <= 0 {
+		return c, fmt.Errorf("config: IDEMPOTENCY_TTL must be positive, such as 24h")
 	}
 	c.RedisSentinelAddrs, c.RedisClusterAddrs = cleanList(c.RedisSentinelAddrs), cleanList(c.RedisClusterAddrs)
 	if err := c.checkRedisTopology(os.Getenv("REDIS_URL") != ""); err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/config"
 )
@@ -114,5 +115,23 @@ func TestWorkerDBWriters(t *testing.T) {
 	t.Setenv("WORKER_DB_WRITERS", "6")
 	if c, err = config.Load(); err != nil || c.WorkerDBWriters != 6 {
 		t.Fatalf("set: %d %v", c.WorkerDBWriters, err)
+	}
+}
+
+func TestIdempotencyTTL(t *testing.T) {
+	t.Setenv("IDEMPOTENCY_TTL", "")
+	c, err := config.Load()
+	if err != nil || c.IdempotencyTTL != 24*time.Hour {
+		t.Fatalf("unset: %v %v, want 24h", c.IdempotencyTTL, err)
+	}
+	t.Setenv("IDEMPOTENCY_TTL", "90m")
+	if c, err = config.Load(); err != nil || c.IdempotencyTTL != 90*time.Minute {
+		t.Fatalf("set: %v %v", c.IdempotencyTTL, err)
+	}
+	for _, bad := range []string{"0s", "-1h", "a day"} {
+		t.Setenv("IDEMPOTENCY_TTL", bad)
+		if _, err := config.Load(); err == nil || !strings.Contains(strings.ToUpper(err.Error()), "IDEMPOTENCY") {
+			t.Errorf("IDEMPOTENCY_TTL=%q: err %v, want one naming it", bad, err)
+		}
 	}
 }

@@ -154,3 +154,12 @@ const (
 
 // CodeTooManyErrors ends an error list cut at MaxReportedErrors.
 const CodeTooManyErrors = "too_many_errors"
+
+// Idempotency-Key codes (CONTRACT §12): the header is malformed (400), the
+// key was used for another request (422), or the key's first request is
+// still running (409).
+const (
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	CodeIdempotencyKeyReused  = "idempotency_key_reused"
+	CodeIdempotencyKeyInUse   = "idempotency_key_in_use"
+)

@@ -32,6 +32,8 @@ var statusByCode = map[string]int{
 	dataimport.CodeThrottled:                http.StatusTooManyRequests,
 	dataimport.CodeServerError:              http.StatusInternalServerError,
 	dataimport.CodeServiceUnavailable:       http.StatusServiceUnavailable,
+	dataimport.CodeIdempotencyKeyReused:     http.StatusUnprocessableEntity,
+	dataimport.CodeIdempotencyKeyInUse:      http.StatusConflict,
 }
 
 // envelope is the one error body of CONTRACT §4.

@@ -59,6 +59,7 @@ type Config struct {
 	MaxBodyBytes   int64
 	TrustedProxies []string
 	ProcessWait    time.Duration // how long create-account waits before 202
+	IdempotencyTTL time.Duration // how long an Idempotency-Key's answer is kept; 0: DefaultIdempotencyTTL
 }
 
 // Deps are the collaborators of the API.
@@ -74,6 +75,8 @@ type Deps struct {
 	Vendors  PaymentVendors       // payment vendors by name; nil: none configured
 
 	Documents DocumentChecker // nil: document paths are not looked up
+
+	Idempotency IdempotencyStore // nil: Idempotency-Key is ignored
 }
 
 // Server is the API's HTTP handler.
@@ -119,8 +122,14 @@ func New(cfg Config, deps Deps) *Server {
 	e.POST("/v1/graphql/", body, s.graphql)
 
 	v1 := e.Group("/v1/data-import", body, s.authenticate())
+	v2 := e.Group("/v2/data-import", body, s.authenticate())
+	if deps.Idempotency != nil {
+		// Every POST of both groups, present and future, honours Idempotency-Key.
+		v1.Use(s.idempotency())
+		v2.Use(s.idempotency())
+	}
 	s.routes(v1)
-	s.routesV2(e.Group("/v2/data-import", body, s.authenticate()))
+	s.routesV2(v2)
 	s.engine = e
 	return s
 }

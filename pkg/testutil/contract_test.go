@@ -41,7 +41,7 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 			`{"detail":"x","code":"account_failed_validation","errors":[{"detail":"d","code":"required","attr":"sales_channel"}]}`, ""},
 		{"valid account echoed", "POST", validate, string(account), 200, json, string(account), ""},
 		{"path without trailing slash", "POST", strings.TrimSuffix(validate, "/"), string(account), 200, json, string(account), ""},
-		{"undocumented status", "POST", validate, `{}`, 409, json, `{"detail":"x","code":"conflict"}`, "status 409 is not documented"},
+		{"undocumented status", "POST", validate, `{}`, 418, json, `{"detail":"x","code":"teapot"}`, "status 418 is not documented"},
 		{"undocumented field", "POST", validate, `{}`, 400, json, `{"detail":"x","code":"parse_error","hint":"y"}`, "additional properties 'hint' not allowed"},
 		{"undocumented code", "POST", validate, `{}`, 400, json, `{"detail":"x","code":"teapot"}`, "value must be one of"},
 		{"missing request ID", "POST", validate, `{}`, 400, noID, `{"detail":"x","code":"parse_error"}`, "header X-Request-ID: required but missing"},
