@@ -202,6 +202,7 @@ var schemaCoverage = map[string]coverage{
 	"check import_process_events.import_process_events_event_check":        notFromPartner(ourState + " (the timeline)"),
 	"check idempotency_keys.idempotency_keys_key_check":                    notFromPartner("the Idempotency-Key header: the middleware refuses a malformed one (invalid_idempotency_key, 1-255 printable ASCII) before it reaches the table"),
 	"check idempotency_keys.idempotency_keys_state_check":                  notFromPartner(ourState),
+	"check idempotency_keys.idempotency_keys_body_sha256_check":            notFromPartner("a SHA-256 our code computes"),
 	"check idempotency_keys.idempotency_keys_check":                        notFromPartner(ourState + " (a complete key has its response)"),
 	"check welcome_emails.welcome_emails_state_check":                      notFromPartner(ourState),
 	"check welcome_emails.welcome_emails_sent_at_state":                    notFromPartner(ourState),
