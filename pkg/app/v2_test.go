@@ -358,3 +358,22 @@ func TestV2ScheduledTasksSurviveFlushall(t *testing.T) {
 		t.Fatalf("%d accounts created before their window opened", early)
 	}
 }
+
+// A v2 create retried with its Idempotency-Key is answered from the first
+// one: one staged version, one scheduled attempt.
+func TestV2CreateIdempotencyKey(t *testing.T) {
+	p := newPipeline(t)
+	body := `{"payload": ` + p.account("EXT-1") + `, "task_params": {"schedule_window_start": "` + ts(time.Now().Add(time.Hour)) + `"}}`
+	first := p.As(p.token, http.MethodPost, v2Accounts, body, "Idempotency-Key", "v2-create-1")
+	again := p.As(p.token, http.MethodPost, v2Accounts, body, "Idempotency-Key", "v2-create-1")
+	if first.Status != http.StatusCreated || again.Status != http.StatusCreated || string(again.Body) != string(first.Body) ||
+		again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s / %d %s %v", first.Status, first.Body, again.Status, again.Body, again.Header)
+	}
+	if n := p.count(`SELECT count(*) FROM import_process_versions`); n != 1 {
+		t.Fatalf("%d staged versions, want 1", n)
+	}
+	if n := p.count(`SELECT attempt FROM import_processes`); n != 1 {
+		t.Fatalf("attempt %d, want 1", n)
+	}
+}
