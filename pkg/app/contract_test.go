@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/testutil"
@@ -74,6 +75,15 @@ func TestOpenAPIContract(t *testing.T) {
 	post("/v1/data-import/historical-statements/create/", sample("statements_sample.json"), http.StatusCreated)
 	post(paymentPath, map[string]any{"import_supplier": "DEMO_ENERGY", "external_account_number": ext,
 		"vendor": "STRIPE", "reference": "pm_card_visa", "type": "CARD"}, http.StatusCreated)
+
+	// The asynchronous API: a v2 account scheduled an hour ahead, then
+	// cancelled; the created account's timeline (with its post-import events).
+	const ext2 = "EXT-C3"
+	post(v2Accounts+"validate/", `{"payload": `+s.account(ext2)+`}`, http.StatusOK)
+	post(v2Accounts, `{"payload": `+s.account(ext2)+`, "task_params": {"schedule_window_start": "`+ts(time.Now().Add(time.Hour))+`"}}`, http.StatusCreated)
+	get(v2Accounts+"DEMO_ENERGY/"+ext2+"/", http.StatusOK)
+	post(v2Accounts+"DEMO_ENERGY/"+ext2+"/cancel/", nil, http.StatusOK)
+	get(v2Accounts+"DEMO_ENERGY/"+ext+"/events/", http.StatusOK)
 
 	// Probes, metrics, the document and its page: no credentials needed.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"} {
