@@ -1148,7 +1148,8 @@ func TestDashboard(t *testing.T) {
 	// The panels the operators rely on (deploy/README.md "What to watch").
 	for _, m := range []string{"dataimport_http_request_duration_seconds_bucket", "dataimport_http_requests_total",
 		"dataimport_concurrency_limit_rejections_total", "dataimport_accounts_total",
-		"dataimport_account_job_duration_seconds_bucket", "dataimport_queue_depth", "dataimport_accounts_in_progress"} {
+		"dataimport_account_job_duration_seconds_bucket", "dataimport_queue_depth", "dataimport_accounts_in_progress",
+		"dataimport_scheduled_accounts_waiting", "dataimport_welcome_emails_total"} {
 		if !used[m] {
 			t.Errorf("dashboard does not chart %s", m)
 		}

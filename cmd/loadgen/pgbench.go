@@ -23,23 +23,40 @@ WITH p AS (
   INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
   VALUES (:sup, 'PGB-' || :client_id || '-' || :n, 1)
   ON CONFLICT (supplier_id, external_account_number) DO UPDATE
-     SET staged_version = import_processes.staged_version + 1, modified_at = now()
+     SET staged_version = import_processes.staged_version + 1, modified_at = now(),
+         v2_status = 'PENDING', scheduled = false, window_start = NULL, window_end = NULL
    WHERE import_processes.status = 'UNKNOWN' AND NOT import_processes.skipped
-  RETURNING id, staged_version)
-INSERT INTO import_process_versions (process_id, version, payload)
-SELECT id, staged_version, %s::jsonb FROM p;
+  RETURNING id, staged_version),
+v AS (
+  INSERT INTO import_process_versions (process_id, version, payload)
+  SELECT id, staged_version, %s::jsonb FROM p)
+INSERT INTO import_process_events (process_id, event, data)
+SELECT id, 'EVENT_ACCOUNT_IMPORT_PROCESS_STAGED', jsonb_build_object('version', staged_version, 'api', 'v1') FROM p;
 `
 
-// accountScript stages and creates one account: the process and its version,
-// then in one transaction everything the worker writes.
+// accountScript stages and creates one account: the process, its version
+// and their event, the v1 start (both views IN_PROGRESS, SCHEDULED and
+// STARTED events), then in one transaction everything the worker writes,
+// ending with the process PROCESSED, its attempt and its event.
 const accountScript = `SELECT nextval('pgbench_account_seq') AS n \gset
 BEGIN;
 WITH p AS (
   INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
-  VALUES (:sup, 'PGA-' || :n, 1) RETURNING id, staged_version)
-INSERT INTO import_process_versions (process_id, version, payload)
-SELECT id, staged_version, %[1]s::jsonb FROM p RETURNING process_id \gset
-UPDATE import_processes SET status = 'IN_PROGRESS', attempt = attempt + 1, modified_at = now() WHERE id = :process_id;
+  VALUES (:sup, 'PGA-' || :n, 1) RETURNING id, staged_version),
+v AS (
+  INSERT INTO import_process_versions (process_id, version, payload)
+  SELECT id, staged_version, %[1]s::jsonb FROM p)
+INSERT INTO import_process_events (process_id, event, data)
+SELECT id, 'EVENT_ACCOUNT_IMPORT_PROCESS_STAGED', jsonb_build_object('version', staged_version, 'api', 'v1') FROM p
+RETURNING process_id \gset
+WITH s AS (
+  UPDATE import_processes
+     SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
+         attempt = attempt + 1, dry_run = false, modified_at = now()
+   WHERE id = :process_id RETURNING id, attempt, dry_run)
+INSERT INTO import_process_events (process_id, event, data)
+SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'v1')
+  FROM s, unnest(ARRAY['EVENT_ACCOUNT_IMPORT_PROCESS_SCHEDULED', 'EVENT_ACCOUNT_IMPORT_PROCESS_STARTED']) WITH ORDINALITY AS ev(name, n) ORDER BY ev.n;
 INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type, details, transfer_balance)
 VALUES ('A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'), :sup, :process_id, 'PGA-' || :n, 'DOMESTIC', %[3]s::jsonb, 120.50)
 RETURNING id AS account_id \gset
@@ -66,10 +83,15 @@ VALUES (:account_id, :statement_id, 'C1', 'CHARGE', current_date, 45.20, 45.20, 
        (:account_id, :statement_id, 'P2', 'REPAYMENT', current_date, 5.00, 5.00, '{"type":"REPAYMENT"}'),
        (:account_id, :statement_id, 'S1', 'CHARGE', current_date, 12.34, 12.34, '{"type":"CHARGE"}');
 UPDATE accounts SET balance = transfer_balance + (SELECT sum(balance_effect) FROM account_transactions WHERE account_id = :account_id) WHERE id = :account_id;
-UPDATE import_processes SET status = 'COMPLETED', platform_account_number = 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'),
-       account_created_at = now(), modified_at = now() WHERE id = :process_id;
-INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
-VALUES (:process_id, 1, 'COMPLETED', 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'));
+WITH done AS (
+  UPDATE import_processes SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'),
+         account_created_at = now(), latest_error = NULL, dry_run = false, modified_at = now()
+   WHERE id = :process_id RETURNING id, attempt, platform_account_number),
+a AS (
+  INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
+  SELECT id, attempt, 'COMPLETED', platform_account_number FROM done)
+INSERT INTO import_process_events (process_id, event, data)
+SELECT id, 'EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED', jsonb_build_object('attempt', attempt, 'platform_account_number', platform_account_number) FROM done;
 COMMIT;
 `
 
@@ -79,17 +101,44 @@ type pgbenchResult struct {
 
 // runPgbench measures both scripts for seconds each with clients connections.
 func runPgbench(ctx context.Context, dbURL, supplier string, clients, seconds int, payload []byte) (pgbenchResult, error) {
+	s, err := preparePgbench(ctx, dbURL, supplier, payload)
+	if err != nil {
+		return pgbenchResult{}, err
+	}
+	defer s.close()
+	run := []string{"-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds)}
+	var res pgbenchResult
+	if res.StageTPS, err = pgbench(ctx, dbURL, s.stage, s.supID, run...); err != nil {
+		return res, err
+	}
+	if res.AccountTPS, err = pgbench(ctx, dbURL, s.account, s.supID, run...); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// pgbenchScripts are the two scripts written for one database and supplier.
+type pgbenchScripts struct {
+	dir, stage, account string
+	supID               int64
+}
+
+func (s pgbenchScripts) close() { _ = os.RemoveAll(s.dir) }
+
+// preparePgbench writes the scripts for supplier's accounts with payload as
+// the staged version, and what they need in the database.
+func preparePgbench(ctx context.Context, dbURL, supplier string, payload []byte) (pgbenchScripts, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		return pgbenchResult{}, fmt.Errorf("pgbench setup: %w", err)
+		return pgbenchScripts{}, fmt.Errorf("pgbench setup: %w", err)
 	}
 	defer conn.Close(ctx)
-	var supID int64
-	if err := conn.QueryRow(ctx, `SELECT id FROM import_suppliers WHERE code = $1`, supplier).Scan(&supID); err != nil {
-		return pgbenchResult{}, fmt.Errorf("pgbench setup: supplier %s: %w", supplier, err)
+	var s pgbenchScripts
+	if err := conn.QueryRow(ctx, `SELECT id FROM import_suppliers WHERE code = $1`, supplier).Scan(&s.supID); err != nil {
+		return s, fmt.Errorf("pgbench setup: supplier %s: %w", supplier, err)
 	}
 	if _, err := conn.Exec(ctx, `CREATE SEQUENCE IF NOT EXISTS pgbench_account_seq`); err != nil {
-		return pgbenchResult{}, fmt.Errorf("pgbench setup: %w", err)
+		return s, fmt.Errorf("pgbench setup: %w", err)
 	}
 	// Platform numbers A-<3 hex><5 hex>: pick a 3-hex prefix no real account uses.
 	prefix := ""
@@ -97,7 +146,7 @@ func runPgbench(ctx context.Context, dbURL, supplier string, clients, seconds in
 		p := fmt.Sprintf("%03X", rand.IntN(4096))
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM accounts WHERE platform_account_number LIKE $1`, "A-"+p+"%").Scan(&n); err != nil {
-			return pgbenchResult{}, err
+			return s, err
 		}
 		if n == 0 {
 			prefix = p
@@ -105,38 +154,34 @@ func runPgbench(ctx context.Context, dbURL, supplier string, clients, seconds in
 		}
 	}
 	if prefix == "" {
-		return pgbenchResult{}, fmt.Errorf("pgbench setup: no free platform-number prefix")
+		return s, fmt.Errorf("pgbench setup: no free platform-number prefix")
 	}
-	dir, err := os.MkdirTemp("", "loadgen-pgbench-")
-	if err != nil {
-		return pgbenchResult{}, err
+	if s.dir, err = os.MkdirTemp("", "loadgen-pgbench-"); err != nil {
+		return s, err
 	}
-	defer os.RemoveAll(dir)
 	lit := sqlLiteral(string(payload))
 	details := sqlLiteral(`{"billing_name":"Alex Loadtest","sales_channel":"DIRECT"}`)
-	stageFile, accountFile := filepath.Join(dir, "stage.sql"), filepath.Join(dir, "account.sql")
-	if err := os.WriteFile(stageFile, []byte(fmt.Sprintf(stageScript, lit)), 0o600); err != nil {
-		return pgbenchResult{}, err
+	s.stage, s.account = filepath.Join(s.dir, "stage.sql"), filepath.Join(s.dir, "account.sql")
+	if err := os.WriteFile(s.stage, []byte(fmt.Sprintf(stageScript, lit)), 0o600); err != nil {
+		s.close()
+		return s, err
 	}
-	if err := os.WriteFile(accountFile, []byte(fmt.Sprintf(accountScript, lit, prefix, details)), 0o600); err != nil {
-		return pgbenchResult{}, err
+	if err := os.WriteFile(s.account, []byte(fmt.Sprintf(accountScript, lit, prefix, details)), 0o600); err != nil {
+		s.close()
+		return s, err
 	}
-	var res pgbenchResult
-	if res.StageTPS, err = pgbench(ctx, dbURL, stageFile, supID, clients, seconds); err != nil {
-		return res, err
-	}
-	if res.AccountTPS, err = pgbench(ctx, dbURL, accountFile, supID, clients, seconds); err != nil {
-		return res, err
-	}
-	return res, nil
+	return s, nil
 }
 
 var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
-func pgbench(ctx context.Context, dbURL, script string, supID int64, clients, seconds int) (float64, error) {
+// pgbench runs script as run says (clients, threads, duration or count)
+// and returns its rate.
+func pgbench(ctx context.Context, dbURL, script string, supID int64, run ...string) (float64, error) {
 	checkpoint(ctx, dbURL)
-	cmd := exec.CommandContext(ctx, "pgbench", "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds),
-		"-D", "sup="+strconv.FormatInt(supID, 10), "-f", script, dbURL)
+	args := append([]string{"-n"}, run...)
+	args = append(args, "-D", "sup="+strconv.FormatInt(supID, 10), "-f", script, dbURL)
+	cmd := exec.CommandContext(ctx, "pgbench", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("pgbench %s: %w\n%s", filepath.Base(script), err, out)

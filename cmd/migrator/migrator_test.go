@@ -510,6 +510,127 @@ func TestPushPostImport(t *testing.T) {
 	}
 }
 
+// TestPushV2Window pushes through the asynchronous API with a schedule
+// window: nothing is created before the window opens, every account is
+// followed to its end through the v2 status, failures report latest_error,
+// 429/5xx are retried, and a rerun skips what is done.
+func TestPushV2Window(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// The database refuses one account at creation: it ends ERRORED.
+	if err := e.st.DB.Gorm().Exec(`CREATE FUNCTION refuse_v2w() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = 'check_violation'; END $$;
+		CREATE TRIGGER refuse_v2w BEFORE INSERT ON accounts FOR EACH ROW
+		WHEN (NEW.external_account_number = 'V2W-REFUSED') EXECUTE FUNCTION refuse_v2w()`).Error; err != nil {
+		t.Fatal(err)
+	}
+	// One 503 on a create and one 429 on a status read, retried as in v1.
+	var mu sync.Mutex
+	var failedCreate, throttledStatus bool
+	e.proxy.fake = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == apiV2Accounts && !failedCreate:
+			failedCreate = true
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, apiV2Accounts) && !throttledStatus:
+			throttledStatus = true
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return true
+		}
+		return false
+	}
+	lines := append(validLines(t, "V2W", 6), accountLine(t, "V2W-REFUSED"),
+		strings.Replace(accountLine(t, "V2W-INVALID"), `"mobile":"07400 123456"`, `"mobile":"12"`, 1))
+	file := e.writeFile("v2.ndjson", lines)
+	start := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	end := start.Add(2 * time.Minute)
+	window := []string{"--v2", "--window-start", start.Format(time.RFC3339), "--window-end", end.Format(time.RFC3339)}
+	report := filepath.Join(e.dir, "v2.csv")
+	out, err := e.run(context.Background(), context.Background(), append([]string{"push", file, "--report", report}, window...)...)
+	if !errors.Is(err, errSomeFailed) {
+		t.Fatalf("push --v2: %v, want errSomeFailed\n%s", err, out)
+	}
+	if !strings.Contains(out, "accounts 8: completed 6,") || !strings.Contains(out, "failed 2,") {
+		t.Errorf("summary: %s", out)
+	}
+	acc := byAccount(readReport(t, report))
+	for i := range 6 {
+		if r := acc[fmt.Sprintf("V2W-%04d", i)]; len(r) != 1 || r[0].Outcome != outcomeCompleted || !platformRe.MatchString(r[0].Platform) {
+			t.Fatalf("V2W-%04d: %+v", i, r)
+		}
+	}
+	if r := acc["V2W-REFUSED"]; len(r) != 1 || r[0].Outcome != outcomeFailed || r[0].Code != "data_refused" ||
+		!strings.Contains(r[0].Detail, "(ERRORED, validation)") {
+		t.Fatalf("V2W-REFUSED: %+v", r)
+	}
+	if r := acc["V2W-INVALID"]; len(r) != 1 || r[0].Code != "invalid_phone_number" || r[0].Attr != "customers.0.mobile" {
+		t.Fatalf("V2W-INVALID: %+v", r)
+	}
+	e.checkAllImported(6)
+	if early := e.count(`SELECT count(*) FROM accounts WHERE created_at < ?`, start); early != 0 {
+		t.Fatalf("%d accounts created before the window opened at %v", early, start)
+	}
+	if n := e.count(`SELECT count(*) FROM import_processes WHERE window_start = ? AND window_end = ?`, start, end); n != 7 {
+		t.Fatalf("%d processes scheduled with the window, want 7", n)
+	}
+	// Only the v2 API: one create per account (plus the retried 503), no v1 staging or creation.
+	if n := e.proxy.calls(apiV2Accounts, ""); n != 9 {
+		t.Errorf("%d v2 creates, want 8 and one retry", n)
+	}
+	for _, v1 := range []string{"/validate-account/", "/create-or-update/", "/process/"} {
+		for i := range 6 {
+			if n := e.proxy.calls(v1, fmt.Sprintf("V2W-%04d", i)); n != 0 {
+				t.Errorf("v1 %s called %d times", v1, n)
+			}
+		}
+	}
+	if e.proxy.status(http.StatusTooManyRequests) != 1 || e.proxy.status(http.StatusServiceUnavailable) != 1 {
+		t.Errorf("the injected 429 and 503 were not seen")
+	}
+
+	// A rerun skips what is done and tries the failed ones again.
+	report2 := filepath.Join(e.dir, "v2-rerun.csv")
+	if _, err := e.run(context.Background(), context.Background(), "push", file, "--report", report2, "--v2"); !errors.Is(err, errSomeFailed) {
+		t.Fatalf("rerun: %v", err)
+	}
+	acc = byAccount(readReport(t, report2))
+	for i := range 6 {
+		if r := acc[fmt.Sprintf("V2W-%04d", i)]; len(r) != 1 || r[0].Outcome != outcomeSkippedCompleted {
+			t.Fatalf("rerun V2W-%04d: %+v", i, r)
+		}
+	}
+	if r := acc["V2W-REFUSED"]; len(r) != 1 || r[0].Code != "data_refused" {
+		t.Fatalf("rerun V2W-REFUSED: %+v", r)
+	}
+	e.checkAllImported(6)
+
+	// A dry run through v2 creates nothing.
+	dry := e.writeFile("v2-dry.ndjson", validLines(t, "V2D", 2))
+	dryReport := filepath.Join(e.dir, "v2-dry.csv")
+	if out, err := e.run(context.Background(), context.Background(), "push", dry, "--report", dryReport, "--v2", "--dry-run"); err != nil {
+		t.Fatalf("v2 dry run: %v\n%s", err, out)
+	}
+	for _, r := range readReport(t, dryReport) {
+		if r.Outcome != outcomeDryRunOK || r.Code != "DRY_RUN_SUCCEEDED" {
+			t.Fatalf("v2 dry-run row %+v", r)
+		}
+	}
+	e.checkAllImported(6)
+
+	// The window flags belong to --v2 and are checked before anything is sent.
+	if _, err := e.push(file, report2, "--window-start", start.Format(time.RFC3339)); err == nil || !strings.Contains(err.Error(), "need --v2") {
+		t.Fatalf("--window-start without --v2: %v", err)
+	}
+	if _, err := e.run(context.Background(), context.Background(), "push", file, "--v2", "--window-end", "tomorrow"); err == nil ||
+		!strings.Contains(err.Error(), "RFC 3339") {
+		t.Fatalf("bad --window-end: %v", err)
+	}
+}
+
 func TestShiftAttr(t *testing.T) {
 	for in, want := range map[string]string{"notes.3.body": "notes.503.body", "notes.0": "notes.500", "": "notes",
 		"non_field_errors": "non_field_errors", "notes.x": "notes.x"} {

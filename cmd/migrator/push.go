@@ -39,10 +39,13 @@ type pushOptions struct {
 	report         string
 	requestTimeout time.Duration
 	pollTimeout    time.Duration
+	v2             bool     // the asynchronous API (push_v2.go)
+	window         v2Window // its schedule window
 }
 
 func (c *cli) pushCmd() *cobra.Command {
 	o := pushOptions{}
+	var windowStart, windowEnd string
 	cmd := &cobra.Command{
 		Use:   "push ACCOUNTS.ndjson",
 		Short: "Validate, stage and create every account of an NDJSON file (one account object per line)",
@@ -55,12 +58,25 @@ failures, one row per field error.
 Ctrl-C stops reading new accounts, lets the ones in flight finish and writes the
 report; a second Ctrl-C aborts the ones in flight (rerun to resume them).
 
+With --v2 each account is handed to the asynchronous API in one request, with the
+schedule window of --window-start/--window-end (RFC 3339) if given, and its v2 status
+is followed until PROCESSED (done) or ERRORED, CANCELLED or a dry-run outcome (the
+report gives latest_error). --poll-timeout then counts from the window start. A
+stop leaves scheduled accounts scheduled; a rerun follows them.
+
 Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.file = args[0]
-			if o.team == "" {
+			if o.team == "" && !o.v2 {
 				return errors.New("--team is required")
+			}
+			if (windowStart != "" || windowEnd != "") && !o.v2 {
+				return errors.New("--window-start and --window-end need --v2")
+			}
+			var err error
+			if o.window, err = parseWindow(windowStart, windowEnd); err != nil {
+				return err
 			}
 			if o.parallel < 1 || o.parallel > 256 {
 				return errors.New("--parallel must be from 1 to 256")
@@ -69,13 +85,16 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.team, "team", "", "operations team name the accounts are created for (must exist)")
+	f.StringVar(&o.team, "team", "", "operations team name the accounts are created for (must exist; v1 only)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "stage and try each creation, then roll it back (nothing is created)")
 	f.IntVar(&o.parallel, "parallel", 4, "accounts processed at once")
 	f.StringVar(&o.postImport, "post-import", "", "directory with <external_account_number>/{notes,transactions,statements}.json to send after creation")
 	f.StringVar(&o.report, "report", "migration-report.csv", "CSV report to write")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "how long to wait for the answer to one request")
 	f.DurationVar(&o.pollTimeout, "poll-timeout", 15*time.Minute, "how long to follow an account that is still in progress")
+	f.BoolVar(&o.v2, "v2", false, "use the asynchronous v2 API: one create per account, then follow its v2 status")
+	f.StringVar(&windowStart, "window-start", "", "with --v2: create no account before this time (RFC 3339)")
+	f.StringVar(&windowEnd, "window-end", "", "with --v2: an account not started by this time (RFC 3339) ends ERRORED schedule_window_expired")
 	return cmd
 }
 
@@ -303,6 +322,9 @@ func (p *pusher) handle(ctx context.Context, a account) result {
 }
 
 func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger) result {
+	if p.o.v2 {
+		return p.runV2(ctx, a, id, log)
+	}
 	identified := a.supplier != "" && a.external != ""
 	if identified {
 		// Resume: skip what is done, follow what is running.

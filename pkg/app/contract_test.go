@@ -76,15 +76,15 @@ func TestOpenAPIContract(t *testing.T) {
 	post(paymentPath, map[string]any{"import_supplier": "DEMO_ENERGY", "external_account_number": ext,
 		"vendor": "STRIPE", "reference": "pm_card_visa", "type": "CARD"}, http.StatusCreated)
 
-	// The asynchronous (v2) view of the same pipeline.
-	v2 := "/v2/data-import/accounts/"
-	post(v2+"validate/", `{"payload": `+s.account("EXT-C3")+`}`, http.StatusOK)
-	post(v2, `{"payload": `+s.account("EXT-C3")+`, "task_params": {"schedule_window_start": "`+
-		time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}}`, http.StatusCreated)
-	get(v2+"DEMO_ENERGY/EXT-C3/", http.StatusOK)
-	get(v2+"DEMO_ENERGY/EXT-C3/events/", http.StatusOK)
-	post(v2+"DEMO_ENERGY/EXT-C3/cancel/", nil, http.StatusOK)
-	post(v2+"DEMO_ENERGY/"+ext+"/cancel/", nil, http.StatusConflict)
+	// The asynchronous API: a v2 account scheduled an hour ahead, then
+	// cancelled; the created account's timeline (with its post-import events).
+	const ext2 = "EXT-C3"
+	post(v2Accounts+"validate/", `{"payload": `+s.account(ext2)+`}`, http.StatusOK)
+	post(v2Accounts, `{"payload": `+s.account(ext2)+`, "task_params": {"schedule_window_start": "`+ts(time.Now().Add(time.Hour))+`"}}`, http.StatusCreated)
+	get(v2Accounts+"DEMO_ENERGY/"+ext2+"/", http.StatusOK)
+	post(v2Accounts+"DEMO_ENERGY/"+ext2+"/cancel/", nil, http.StatusOK)
+	get(v2Accounts+"DEMO_ENERGY/"+ext+"/events/", http.StatusOK)
+	post(v2Accounts+"DEMO_ENERGY/"+ext+"/cancel/", nil, http.StatusConflict)
 
 	// Probes, metrics, the document and its page: no credentials needed.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"} {

@@ -338,7 +338,8 @@ func TestV2DryRun(t *testing.T) {
 func TestV2ScheduledTasksSurviveFlushall(t *testing.T) {
 	p := newPipeline(t)
 	const n = 100
-	start := time.Now().Add(4 * time.Second)
+	// Whole seconds, as ts sends it: the window opens at this instant.
+	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	end := start.Add(40 * time.Second)
 	for i := range n {
 		if r := p.createV2(fmt.Sprintf("EXT-%03d", i), map[string]any{"schedule_window_start": ts(start), "schedule_window_end": ts(end)}); r.Status != http.StatusCreated {

@@ -125,6 +125,17 @@ func (w *Worker) registerGauges(ctx context.Context, slots *queue.Semaphore) {
 			}
 			return float64(qi.Pending + qi.Active + qi.Retry + qi.Scheduled)
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dataimport_scheduled_accounts_waiting",
+			Help: "Accounts scheduled (v2 PENDING) and not started yet: waiting for their window or a slot (cluster-wide)."}, func() float64 {
+			// A scrape must not hang on a slow database.
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			n, err := w.DB.CountScheduledWaiting(qctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}),
 	)
 }
 

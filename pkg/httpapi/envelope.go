@@ -76,17 +76,28 @@ func abortWithError(c *gin.Context, err error) {
 }
 
 func renderError(c *gin.Context, e *dataimport.Error) {
-	status, ok := statusByCode[e.Code]
-	if !ok {
-		status = http.StatusBadRequest
+	status := errorStatus(e)
+	if status == http.StatusBadRequest || status == http.StatusConflict {
+		onRefusal(c, e)
 	}
 	if e.RetryAfterSeconds > 0 {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
 	c.Set(ctxErrorCode, e.Code)
+	c.AbortWithStatusJSON(status, envelopeBody(e))
+}
+
+func errorStatus(e *dataimport.Error) int {
+	if status, ok := statusByCode[e.Code]; ok {
+		return status
+	}
+	return http.StatusBadRequest
+}
+
+// envelopeBody is the body renderError answers e with.
+func envelopeBody(e *dataimport.Error) any {
 	if len(e.Extra) == 0 {
-		c.AbortWithStatusJSON(status, envelope{Detail: e.Detail, Code: e.Code, Errors: e.Errors})
-		return
+		return envelope{Detail: e.Detail, Code: e.Code, Errors: e.Errors}
 	}
 	body := gin.H{"detail": e.Detail, "code": e.Code}
 	if len(e.Errors) > 0 {
@@ -97,7 +108,18 @@ func renderError(c *gin.Context, e *dataimport.Error) {
 			body[k] = v
 		}
 	}
-	c.AbortWithStatusJSON(status, body)
+	return body
+}
+
+// ctxOnRefusal holds a func(*dataimport.Error) that renderError calls
+// before answering a refusal (400, 409): post-import endpoints record it in
+// the account's timeline.
+const ctxOnRefusal = "on_refusal"
+
+func onRefusal(c *gin.Context, e *dataimport.Error) {
+	if f, ok := c.Get(ctxOnRefusal); ok {
+		f.(func(*dataimport.Error))(e)
+	}
 }
 
 // unavailable reports errors that mean a dependency cannot be reached, as

@@ -36,7 +36,7 @@ func (s *Server) createNotes(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	sup, acc, ok := s.importedAccount(c, req.ImportSupplier, req.ExternalAccountNumber)
+	sup, acc, ok := s.importedAccount(c, postgres.RequestNotes, req.ImportSupplier, req.ExternalAccountNumber)
 	if !ok {
 		return
 	}

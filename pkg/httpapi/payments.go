@@ -43,7 +43,7 @@ func (s *Server) createPaymentInstruction(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	_, acc, ok := s.importedAccount(c, req.ImportSupplier, req.ExternalAccountNumber)
+	_, acc, ok := s.importedAccount(c, postgres.RequestPaymentInstruction, req.ImportSupplier, req.ExternalAccountNumber)
 	if !ok {
 		return
 	}
@@ -55,6 +55,12 @@ func (s *Server) createPaymentInstruction(c *gin.Context) {
 	}
 	if found {
 		if active.SameAs(want) {
+			// A retry: nothing to write but the request's timeline entry.
+			if err := s.deps.Store.RecordPostImportEvent(ctx, acc.ProcessID, dataimport.EventPostImportOK,
+				postgres.RequestPaymentInstruction, postgres.PaymentEventData(active, 0)); err != nil {
+				abortWithError(c, err)
+				return
+			}
 			paymentInstructionCreated(c, acc, active)
 			return
 		}

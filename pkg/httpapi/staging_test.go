@@ -223,14 +223,17 @@ func setProcess(t *testing.T, st *testutil.Stack, supplierID int64, external, st
 		must(t, db.Raw(`SELECT id FROM import_processes WHERE supplier_id = ? AND external_account_number = ?`, supplierID, external).Scan(&pid).Error)
 		must(t, db.Exec(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type)
 			VALUES (?, ?, ?, ?, 'DOMESTIC')`, platform, supplierID, pid, external).Error)
-		must(t, db.Exec(`UPDATE import_processes SET status = ?, v2_status = 'PROCESSED', platform_account_number = ?, account_created_at = now()
-			WHERE id = ?`, status, platform, pid).Error)
+		must(t, db.Exec(`UPDATE import_processes SET status = ?, v2_status = `+v2StatusOf+`, platform_account_number = ?, account_created_at = now()
+			WHERE id = ?`, status, status, platform, pid).Error)
 		return
 	}
-	// The v2 state follows the v1 status (a CHECK holds them together).
-	must(t, db.Exec(`UPDATE import_processes SET status = ?, v2_status = CASE ? WHEN 'IN_PROGRESS' THEN 'IN_PROGRESS' ELSE 'PENDING' END
-		WHERE supplier_id = ? AND external_account_number = ?`, status, status, supplierID, external).Error)
+	must(t, db.Exec(`UPDATE import_processes SET status = ?, v2_status = `+v2StatusOf+`, scheduled = ? = 'IN_PROGRESS'
+		WHERE supplier_id = ? AND external_account_number = ?`, status, status, status, supplierID, external).Error)
 }
+
+// v2StatusOf is the v2 status a process set to a v1 status has (CONTRACT §8;
+// the import_processes_v1_v2_status_check holds them together).
+const v2StatusOf = `CASE ?::text WHEN 'COMPLETED' THEN 'PROCESSED' WHEN 'IN_PROGRESS' THEN 'IN_PROGRESS' ELSE 'PENDING' END`
 
 func must(t testing.TB, err error) {
 	t.Helper()

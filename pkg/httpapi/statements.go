@@ -10,6 +10,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/documents"
+	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
 // StatementsStore is what the historical-statements endpoint needs from the database.
@@ -28,7 +29,7 @@ func (s *Server) createHistoricalStatements(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	sup, acc, ok := s.importedAccount(c, req.ImportSupplier, req.ExternalAccountNumber)
+	sup, acc, ok := s.importedAccount(c, postgres.RequestStatements, req.ImportSupplier, req.ExternalAccountNumber)
 	if !ok {
 		return
 	}

@@ -34,7 +34,7 @@ func (s *Server) createTransactions(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	_, acc, ok := s.importedAccount(c, req.ImportSupplier, req.ExternalAccountNumber)
+	_, acc, ok := s.importedAccount(c, postgres.RequestTransactions, req.ImportSupplier, req.ExternalAccountNumber)
 	if !ok {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 // ImportedAccount identifies a created account for post-import requests.
 type ImportedAccount struct {
 	ID                    int64
+	ProcessID             int64 // the import process that created it: its timeline records the requests
 	SupplierID            int64
 	ExternalAccountNumber string
 	PlatformAccountNumber string
@@ -27,7 +28,7 @@ func ErrAccountNotFound() *dataimport.Error {
 // ImportedAccount loads the created account of (supplier, external number).
 func (db *DB) ImportedAccount(ctx context.Context, supplierID int64, external string) (ImportedAccount, error) {
 	var a ImportedAccount
-	err := db.gorm.WithContext(ctx).Raw(`SELECT id, supplier_id, external_account_number, platform_account_number
+	err := db.gorm.WithContext(ctx).Raw(`SELECT id, import_process_id AS process_id, supplier_id, external_account_number, platform_account_number
 		FROM accounts WHERE supplier_id = ? AND external_account_number = ?`, supplierID, external).Take(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return ImportedAccount{}, ErrAccountNotFound()

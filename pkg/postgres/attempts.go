@@ -201,6 +201,20 @@ func (db *DB) CountInProgress(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// CountScheduledWaiting counts accounts scheduled and not started yet
+// (v2 PENDING and scheduled: waiting for their window or a slot), a metric.
+// By the v1/v2 status CHECK they are the v1 IN_PROGRESS ones still PENDING,
+// which the partial index on IN_PROGRESS processes finds without a scan.
+func (db *DB) CountScheduledWaiting(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Raw(`SELECT count(*) FROM import_processes
+		WHERE status = 'IN_PROGRESS' AND v2_status = 'PENDING' AND scheduled`).Scan(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count scheduled waiting: %w", err)
+	}
+	return n, nil
+}
+
 // StillInProgress reports whether the process is still running this attempt
 // (started: it holds a slot).
 func (db *DB) StillInProgress(ctx context.Context, processID int64, attempt int) (bool, error) {

@@ -29,16 +29,13 @@ type NoteInput struct {
 // note would be a duplicate of the first. The account row is locked, so
 // concurrent requests for one account cannot both create the same note.
 // Results are in request order; an existing note's result carries its own
-// created_at.
+// created_at. The account's timeline records the request.
 func (db *DB) CreateNotes(ctx context.Context, accountID int64, notes []NoteInput, now time.Time) ([]dataimport.NoteResult, error) {
 	results := make([]dataimport.NoteResult, len(notes))
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockAccount(tx, accountID); err != nil {
-			return err
-		}
+	err := db.postImport(ctx, accountID, RequestNotes, func(tx *gorm.DB, _ lockedAccount) (map[string]any, error) {
 		known, err := notesWithBodies(tx, accountID, notes)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var create []dataimport.Note
 		for i, in := range notes {
@@ -65,7 +62,10 @@ func (db *DB) CreateNotes(ctx context.Context, accountID int64, notes []NoteInpu
 			known[body] = append(known[body], knownNote{paths: paths, createdAt: created})
 			create = append(create, n)
 		}
-		return insertNotes(tx, accountID, create, now)
+		if err := insertNotes(tx, accountID, create, now); err != nil {
+			return nil, err
+		}
+		return map[string]any{"count": len(create), "already_existing": len(notes) - len(create)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -116,19 +116,6 @@ func notesWithBodies(tx *gorm.DB, accountID int64, notes []NoteInput) (map[strin
 		known[r.Body] = append(known[r.Body], knownNote{paths: paths, createdAt: r.CreatedAt})
 	}
 	return known, nil
-}
-
-// lockAccount takes the account's row lock for the rest of the transaction:
-// post-import writes to one account are serialised by it.
-func lockAccount(tx *gorm.DB, accountID int64) error {
-	var ids []int64
-	if err := tx.Raw(`SELECT id FROM accounts WHERE id = ? FOR UPDATE`, accountID).Scan(&ids).Error; err != nil {
-		return fmt.Errorf("lock account: %w", err)
-	}
-	if len(ids) == 0 {
-		return ErrAccountNotFound()
-	}
-	return nil
 }
 
 // jsonText encodes v as a JSON text parameter, for "IN (SELECT

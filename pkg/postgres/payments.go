@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/gridshift/dataimport/pkg/dataimport"
 )
 
@@ -71,53 +73,71 @@ func (db *DB) ActivePaymentInstruction(ctx context.Context, accountID int64) (da
 // instruction. created is false, with a nil error, when the same
 // instruction (vendor, reference, type) is already active: a retry. Another
 // active instruction is refused with account_already_has_active_instruction.
+// The account's timeline records the request (count 0 for a retry).
 //
 // The unique (account, vendor, reference) key and the one-active-per-account
 // index decide every race: the insert does nothing on either conflict, and
 // the row that won is read back to say which case this is.
 func (db *DB) AddPaymentInstruction(ctx context.Context, pi dataimport.PaymentInstruction) (dataimport.PaymentInstruction, bool, error) {
-	g := db.gorm.WithContext(ctx)
 	d := pi.Details
-	for range 3 {
-		var rows []paymentRow
-		err := g.Raw(`INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
-				card_brand, card_last4, card_exp_month, card_exp_year, mandate_status)
-			VALUES (?, ?, ?, ?, 'ACTIVE', ?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING
-			RETURNING `+paymentCols,
-			pi.AccountID, pi.Vendor, pi.Reference, string(pi.Type),
-			nullIfZero(d.CardBrand), nullIfZero(d.CardLast4), nullIfZero(d.CardExpMonth), nullIfZero(d.CardExpYear),
-			nullIfZero(d.MandateStatus)).Scan(&rows).Error
-		if err != nil {
-			return dataimport.PaymentInstruction{}, false, fmt.Errorf("add payment instruction: %w", err)
-		}
-		if len(rows) == 1 {
-			return rows[0].domain(), true, nil
-		}
-		// A conflict: the same reference, or another active instruction.
-		var existing []paymentRow
-		err = g.Raw(`SELECT `+paymentCols+` FROM payment_instructions
-			WHERE account_id = ? AND (status = 'ACTIVE' OR (vendor = ? AND reference = ?))`,
-			pi.AccountID, pi.Vendor, pi.Reference).Scan(&existing).Error
-		if err != nil {
-			return dataimport.PaymentInstruction{}, false, fmt.Errorf("add payment instruction: %w", err)
-		}
-		for _, r := range existing {
-			e := r.domain()
-			switch {
-			case e.Status == dataimport.PaymentInstructionActive && e.SameAs(pi):
-				return e, false, nil
-			case e.Status == dataimport.PaymentInstructionActive:
-				return e, false, dataimport.ErrAccountHasActiveInstruction(e)
+	var out, conflict dataimport.PaymentInstruction // conflict: the row a refusal is about
+	created := false
+	err := db.postImport(ctx, pi.AccountID, RequestPaymentInstruction, func(tx *gorm.DB, _ lockedAccount) (map[string]any, error) {
+		for range 3 {
+			var rows []paymentRow
+			err := tx.Raw(`INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
+					card_brand, card_last4, card_exp_month, card_exp_year, mandate_status)
+				VALUES (?, ?, ?, ?, 'ACTIVE', ?, ?, ?, ?, ?)
+				ON CONFLICT DO NOTHING
+				RETURNING `+paymentCols,
+				pi.AccountID, pi.Vendor, pi.Reference, string(pi.Type),
+				nullIfZero(d.CardBrand), nullIfZero(d.CardLast4), nullIfZero(d.CardExpMonth), nullIfZero(d.CardExpYear),
+				nullIfZero(d.MandateStatus)).Scan(&rows).Error
+			if err != nil {
+				return nil, fmt.Errorf("add payment instruction: %w", err)
 			}
-		}
-		for _, r := range existing {
-			if r.Vendor == pi.Vendor && r.Reference == pi.Reference {
-				return r.domain(), false, dataimport.Errorf(dataimport.CodePaymentInstructionDeactivated,
-					"Payment instruction %s %s was deactivated on this account; it cannot be added again.", pi.Vendor, pi.Reference)
+			if len(rows) == 1 {
+				out, created = rows[0].domain(), true
+				return PaymentEventData(out, 1), nil
 			}
+			// A conflict: the same reference, or another active instruction.
+			var existing []paymentRow
+			err = tx.Raw(`SELECT `+paymentCols+` FROM payment_instructions
+				WHERE account_id = ? AND (status = 'ACTIVE' OR (vendor = ? AND reference = ?))`,
+				pi.AccountID, pi.Vendor, pi.Reference).Scan(&existing).Error
+			if err != nil {
+				return nil, fmt.Errorf("add payment instruction: %w", err)
+			}
+			for _, r := range existing {
+				e := r.domain()
+				switch {
+				case e.Status == dataimport.PaymentInstructionActive && e.SameAs(pi):
+					out = e
+					return PaymentEventData(e, 0), nil
+				case e.Status == dataimport.PaymentInstructionActive:
+					conflict = e
+					return nil, dataimport.ErrAccountHasActiveInstruction(e)
+				}
+			}
+			for _, r := range existing {
+				if r.Vendor == pi.Vendor && r.Reference == pi.Reference {
+					conflict = r.domain()
+					return nil, dataimport.Errorf(dataimport.CodePaymentInstructionDeactivated,
+						"Payment instruction %s %s was deactivated on this account; it cannot be added again.", pi.Vendor, pi.Reference)
+				}
+			}
+			// The conflicting row went away between the two statements: try again.
 		}
-		// The conflicting row went away between the two statements: try again.
+		return nil, fmt.Errorf("add payment instruction: conflicting rows kept changing")
+	})
+	if err != nil {
+		return conflict, false, err
 	}
-	return dataimport.PaymentInstruction{}, false, fmt.Errorf("add payment instruction: conflicting rows kept changing")
+	return out, created, nil
+}
+
+// PaymentEventData is the timeline data of a payment-instruction request
+// that added count instructions (0: it was already the active one).
+func PaymentEventData(pi dataimport.PaymentInstruction, count int) map[string]any {
+	return map[string]any{"count": count, "vendor": pi.Vendor, "reference": pi.Reference, "type": pi.Type}
 }

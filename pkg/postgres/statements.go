@@ -29,14 +29,13 @@ func (historicalStatementRow) TableName() string { return "historical_statements
 // If the account already has any of their statement_ids, nothing is stored
 // and the error (historical_statement_already_exists) names every one. The
 // account row lock makes the check and the insert one step for concurrent
-// requests; the unique constraint backs it.
+// requests; the unique constraint backs it. The account's timeline records
+// the request.
 func (db *DB) CreateHistoricalStatements(ctx context.Context, accountID int64, sts []dataimport.HistoricalStatement) error {
-	if len(sts) == 0 {
-		return nil
-	}
-	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockAccount(tx, accountID); err != nil {
-			return err
+	return db.postImport(ctx, accountID, RequestStatements, func(tx *gorm.DB, _ lockedAccount) (map[string]any, error) {
+		done := map[string]any{"count": len(sts)}
+		if len(sts) == 0 {
+			return done, nil
 		}
 		ids := make([]string, len(sts))
 		for i, s := range sts {
@@ -46,7 +45,7 @@ func (db *DB) CreateHistoricalStatements(ctx context.Context, accountID int64, s
 		if err := tx.Raw(`SELECT statement_id FROM historical_statements
 			WHERE account_id = ? AND statement_id IN (SELECT jsonb_array_elements_text(?::jsonb))`, accountID, jsonText(ids)).
 			Scan(&found).Error; err != nil {
-			return fmt.Errorf("load statement ids: %w", err)
+			return nil, fmt.Errorf("load statement ids: %w", err)
 		}
 		if len(found) > 0 {
 			have := make(map[string]bool, len(found))
@@ -59,7 +58,7 @@ func (db *DB) CreateHistoricalStatements(ctx context.Context, accountID int64, s
 					dups[i] = id
 				}
 			}
-			return dataimport.StatementsAlreadyExist(dups)
+			return nil, dataimport.StatementsAlreadyExist(dups)
 		}
 		rows := make([]historicalStatementRow, len(sts))
 		for i, s := range sts {
@@ -71,9 +70,9 @@ func (db *DB) CreateHistoricalStatements(ctx context.Context, accountID int64, s
 			}
 		}
 		if err := tx.Create(&rows).Error; err != nil {
-			return fmt.Errorf("insert historical statements: %w", err)
+			return nil, fmt.Errorf("insert historical statements: %w", err)
 		}
-		return nil
+		return done, nil
 	})
 }
 
@@ -109,7 +108,7 @@ func (db *DB) OpenStatement(ctx context.Context, supplierCode, external string, 
 	}
 	out := StatementChange{PlatformAccountNumber: acc.PlatformAccountNumber, Opened: StatementPeriod{from, to}}
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockAccount(tx, acc.ID); err != nil {
+		if _, err := lockAccount(tx, acc.ID); err != nil {
 			return err
 		}
 		var latest []*time.Time

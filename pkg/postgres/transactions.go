@@ -33,21 +33,18 @@ type TransactionsInput struct {
 // other). The balance moves by the sum of the added transactions' effects;
 // if any date was moved, one pinned note says so. A transaction that cannot
 // be stored is a TRANSACTION_IMPORT_ERROR naming it, and nothing is kept.
+// The account's timeline records the request.
 func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]dataimport.TransactionResult, error) {
 	results := make([]dataimport.TransactionResult, len(in.Transactions))
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		balance, err := lockAccountBalance(tx, in.AccountID)
-		if err != nil {
-			return err
-		}
+	err := db.postImport(ctx, in.AccountID, RequestTransactions, func(tx *gorm.DB, acc lockedAccount) (map[string]any, error) {
 		stmt, err := openStatement(tx, in.AccountID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		existing := map[string]bool{}
 		if in.CheckPreviouslyAdded {
 			if existing, err = knownTransactionIDs(tx, in.AccountID, in.Transactions); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		var add []dataimport.Transaction
@@ -63,8 +60,8 @@ func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]d
 		}
 		// The balance column is numeric(16,2): refuse, naming the
 		// transaction, rather than let the update fail.
-		if o, over := dataimport.RunningBalanceOverflow(balance, add); over {
-			return dataimport.TransactionImportError(fmt.Sprintf("Transaction %q cannot be added: %s Nothing was added.",
+		if o, over := dataimport.RunningBalanceOverflow(acc.Balance, add); over {
+			return nil, dataimport.TransactionImportError(fmt.Sprintf("Transaction %q cannot be added: %s Nothing was added.",
 				add[o.Index].TransactionID, o.Detail()), add[o.Index])
 		}
 		var stored []dataimport.StoredTransaction
@@ -77,7 +74,7 @@ func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]d
 			return err
 		})
 		if err != nil {
-			return transactionImportError(tx, in.AccountID, add, err)
+			return nil, transactionImportError(tx, in.AccountID, add, err)
 		}
 		sum := decimal.Zero
 		for k, s := range stored {
@@ -86,15 +83,16 @@ func (db *DB) CreateTransactions(ctx context.Context, in TransactionsInput) ([]d
 		}
 		if moved > 0 {
 			if err := insertNotes(tx, in.AccountID, []dataimport.Note{dataimport.MovedNote(moved, stmt.From, stmt.To)}, in.Now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if len(add) > 0 {
 			if err := tx.Exec(`UPDATE accounts SET balance = balance + ? WHERE id = ?`, sum, in.AccountID).Error; err != nil {
-				return fmt.Errorf("update balance: %w", err)
+				return nil, fmt.Errorf("update balance: %w", err)
 			}
 		}
-		return nil
+		return map[string]any{"count": len(add), "already_existing": len(in.Transactions) - len(add),
+			"moved_into_open_statement": moved, "balance_change": sum.StringFixed(2)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -127,18 +125,6 @@ func transactionImportError(tx *gorm.DB, accountID int64, add []dataimport.Trans
 				"to skip transactions added earlier.", add[i].TransactionID), add[i])
 	}
 	return err
-}
-
-// lockAccountBalance is lockAccount that also reads the balance it guards.
-func lockAccountBalance(tx *gorm.DB, accountID int64) (decimal.Decimal, error) {
-	var rows []decimal.Decimal
-	if err := tx.Raw(`SELECT balance FROM accounts WHERE id = ? FOR UPDATE`, accountID).Scan(&rows).Error; err != nil {
-		return decimal.Decimal{}, fmt.Errorf("lock account: %w", err)
-	}
-	if len(rows) == 0 {
-		return decimal.Decimal{}, ErrAccountNotFound()
-	}
-	return rows[0], nil
 }
 
 // knownTransactionIDs returns which of txs' IDs the account already has.
