@@ -402,8 +402,14 @@ func (p *pusher) statusPath(a account) string {
 
 // status returns the account's import status; found is false on 404 (never
 // staged). resp is set for any other unexpected answer.
-func (p *pusher) status(ctx context.Context, a account) (st statusBody, found bool, resp *response, err error) {
-	r, err := p.api.do(ctx, request{method: http.MethodGet, path: p.statusPath(a)})
+func (p *pusher) status(ctx context.Context, a account) (statusBody, bool, *response, error) {
+	return getStatus[statusBody](ctx, p, p.statusPath(a), a.external)
+}
+
+// getStatus reads a status body (v1 or v2) at path; found is false on 404,
+// resp is set for any other unexpected answer.
+func getStatus[T any](ctx context.Context, p *pusher, path, external string) (st T, found bool, resp *response, err error) {
+	r, err := p.api.do(ctx, request{method: http.MethodGet, path: path})
 	switch {
 	case err != nil:
 		return st, false, nil, err
@@ -413,7 +419,7 @@ func (p *pusher) status(ctx context.Context, a account) (st statusBody, found bo
 		return st, false, r, nil
 	}
 	if err := json.Unmarshal(r.Body, &st); err != nil {
-		return st, false, nil, fmt.Errorf("decode status of %s: %w", a.external, err)
+		return st, false, nil, fmt.Errorf("decode status of %s: %w", external, err)
 	}
 	return st, true, nil, nil
 }

@@ -112,20 +112,8 @@ func (p *pusher) statusPathV2(a account) string {
 }
 
 // statusV2 is status through the v2 endpoint.
-func (p *pusher) statusV2(ctx context.Context, a account) (st v2StatusBody, found bool, resp *response, err error) {
-	r, err := p.api.do(ctx, request{method: http.MethodGet, path: p.statusPathV2(a)})
-	switch {
-	case err != nil:
-		return st, false, nil, err
-	case r.Status == http.StatusNotFound:
-		return st, false, nil, nil
-	case r.Status != http.StatusOK:
-		return st, false, r, nil
-	}
-	if err := json.Unmarshal(r.Body, &st); err != nil {
-		return st, false, nil, fmt.Errorf("decode v2 status of %s: %w", a.external, err)
-	}
-	return st, true, nil, nil
+func (p *pusher) statusV2(ctx context.Context, a account) (v2StatusBody, bool, *response, error) {
+	return getStatus[v2StatusBody](ctx, p, p.statusPathV2(a), a.external)
 }
 
 // pollV2 follows a scheduled account until its v2 status ends. Before the

@@ -65,13 +65,8 @@ func (s *Server) stageAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if !sup.AcceptsAccounts() {
-		renderError(c, sup.NotOngoingError())
-		return
-	}
-	payload, err := json.Marshal(acc)
-	if err != nil {
-		abortWithError(c, fmt.Errorf("encode staged account: %w", err))
+	payload, ok := payloadToStage(c, sup, acc)
+	if !ok {
 		return
 	}
 	res, err := s.deps.Store.Stage(c.Request.Context(), sup, acc.ExternalAccountNumber, payload)
@@ -84,4 +79,19 @@ func (s *Server) stageAccount(c *gin.Context) {
 		status = http.StatusCreated
 	}
 	c.JSON(status, stageBody{ImportSupplier: sup.Code, ExternalAccountNumber: acc.ExternalAccountNumber})
+}
+
+// payloadToStage is the staged payload of a validated account (v1 stage and
+// v2 create): refused when the supplier takes no accounts now.
+func payloadToStage(c *gin.Context, sup dataimport.Supplier, acc *dataimport.Account) ([]byte, bool) {
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return nil, false
+	}
+	payload, err := json.Marshal(acc)
+	if err != nil {
+		abortWithError(c, fmt.Errorf("encode staged account: %w", err))
+		return nil, false
+	}
+	return payload, true
 }

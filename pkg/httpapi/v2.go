@@ -134,13 +134,8 @@ func (s *Server) createV2(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	if !sup.AcceptsAccounts() {
-		renderError(c, sup.NotOngoingError())
-		return
-	}
-	payload, err := json.Marshal(acc)
-	if err != nil {
-		abortWithError(c, fmt.Errorf("encode staged account: %w", err))
+	payload, ok := payloadToStage(c, sup, acc)
+	if !ok {
 		return
 	}
 	w := params.window()
