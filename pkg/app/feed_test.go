@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -484,6 +486,61 @@ func TestFeedLongPollWakesOnEvent(t *testing.T) {
 		}
 	}
 	t.Logf("every long-poll answered within %s of the commit", slowest)
+}
+
+// SIGTERM does not wait for long-polls: they answer at once (nothing new)
+// and the API exits cleanly, well before their wait or the drain timeout.
+func TestFeedLongPollEndsOnShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the api binary")
+	}
+	p := newPipeline(t)
+	addr := freeAddr(t)
+	api := p.StartProcess("api", "HTTP_ADDR="+addr, "SHUTDOWN_TIMEOUT=25s")
+	base := "http://" + addr
+	waitHTTP(t, base+"/readyz")
+	cursor := dataimport.FeedCursor(0)
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, base+feedPath+"?after="+cursor+"&wait=30s", nil)
+		req.Header.Set("Authorization", "Token "+p.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, string(b), err}
+	}()
+	time.Sleep(500 * time.Millisecond) // the poll is waiting
+	if len(answered) != 0 {
+		t.Fatalf("the long-poll answered before any event: %+v", <-answered)
+	}
+	must(t, api.Cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- api.Cmd.Wait() }()
+	select {
+	case a := <-answered:
+		if a.err != nil || a.status != http.StatusOK || a.body != `{"events":[],"next":"`+cursor+`"}` {
+			t.Fatalf("long-poll at shutdown: %d %q %v", a.status, a.body, a.err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the long-poll held the shutdown")
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("api exit: %v\n%s", err, api.Logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the api did not exit")
+	}
 }
 
 // Bad queries get a 400 naming every bad parameter at once; nothing else
