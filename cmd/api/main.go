@@ -23,6 +23,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer api.Close()
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: api.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv.RegisterOnShutdown(api.Drain) // feed long-polls answer at once instead of holding the drain
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("api listening", "addr", cfg.HTTPAddr)

@@ -41,6 +41,7 @@ type pushOptions struct {
 	pollTimeout    time.Duration
 	v2             bool     // the asynchronous API (push_v2.go)
 	window         v2Window // its schedule window
+	follow         string
 }
 
 func (c *cli) pushCmd() *cobra.Command {
@@ -50,7 +51,9 @@ func (c *cli) pushCmd() *cobra.Command {
 		Use:   "push ACCOUNTS.ndjson",
 		Short: "Validate, stage and create every account of an NDJSON file (one account object per line)",
 		Long: `Push reads one account object per line and, for each, validates it, stages it and
-creates it, then follows its status until it is COMPLETED or failed. It is resumable:
+creates it, then follows its status until it is COMPLETED or failed (--follow events:
+through the event feed, one long-poll for the whole run, instead of polling each
+account's status URL). It is resumable:
 accounts already COMPLETED are skipped, so rerunning after a stop or a crash finishes
 the file without duplicates. A report (CSV) lists every account's outcome and, for
 failures, one row per field error.
@@ -81,6 +84,9 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 			if o.parallel < 1 || o.parallel > 256 {
 				return errors.New("--parallel must be from 1 to 256")
 			}
+			if o.follow != followStatus && o.follow != followEvents {
+				return errors.New("--follow must be status or events")
+			}
 			return c.push(cmd.Context(), o)
 		},
 	}
@@ -95,6 +101,7 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 	f.BoolVar(&o.v2, "v2", false, "use the asynchronous v2 API: one create per account, then follow its v2 status")
 	f.StringVar(&windowStart, "window-start", "", "with --v2: create no account before this time (RFC 3339)")
 	f.StringVar(&windowEnd, "window-end", "", "with --v2: an account not started by this time (RFC 3339) ends ERRORED schedule_window_expired")
+	f.StringVar(&o.follow, "follow", followStatus, "how to follow accounts still in progress: status (poll each status URL) or events (long-poll the event feed, one request for the whole run)")
 	return cmd
 }
 
@@ -123,9 +130,10 @@ type result struct {
 }
 
 type pusher struct {
-	api *client
-	o   pushOptions
-	log *slog.Logger
+	api    *client
+	o      pushOptions
+	log    *slog.Logger
+	events *follower // nil unless --follow events
 }
 
 func (c *cli) push(soft context.Context, o pushOptions) (err error) {
@@ -148,6 +156,16 @@ func (c *cli) push(soft context.Context, o pushOptions) (err error) {
 		return err
 	}
 
+	var events *follower
+	if o.follow == followEvents {
+		// The feed from now on: every event of an account of this run is numbered after it.
+		fctx, stopFollow := context.WithCancel(hard)
+		defer stopFollow()
+		if events, err = startFollower(fctx, api, c.log, o.requestTimeout); err != nil {
+			return err
+		}
+	}
+
 	rep, err := createReport(o.report)
 	if err != nil {
 		return err
@@ -159,7 +177,7 @@ func (c *cli) push(soft context.Context, o pushOptions) (err error) {
 	}()
 
 	bar := c.newBar(o.file)
-	p := &pusher{api: api, o: o, log: c.log}
+	p := &pusher{api: api, o: o, log: c.log, events: events}
 	jobs := make(chan account)
 	results := make(chan result, o.parallel)
 	var eof bool
@@ -326,6 +344,13 @@ func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger
 		return p.runV2(ctx, a, id, log)
 	}
 	identified := a.supplier != "" && a.external != ""
+	var events <-chan feedEvent
+	if identified && p.events != nil {
+		// Before anything that starts or looks at an attempt: none of its events is missed.
+		var forget func()
+		events, forget = p.events.expect(accountKey{a.supplier, a.external})
+		defer forget()
+	}
 	if identified {
 		// Resume: skip what is done, follow what is running.
 		st, found, resp, err := p.status(ctx, a)
@@ -338,7 +363,7 @@ func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger
 			return p.completed(ctx, a, outcomeSkippedCompleted, st.PlatformAccountNumber, "")
 		case found && st.Status == "IN_PROGRESS":
 			log.InfoContext(ctx, "already in progress, following it")
-			return p.poll(ctx, a, 500*time.Millisecond)
+			return p.follow(ctx, a, events, 500*time.Millisecond)
 		}
 	}
 
@@ -363,7 +388,7 @@ func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger
 	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
 		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
 	case resp.Status == http.StatusBadRequest && e.Code == "account_import_in_progress":
-		return p.poll(ctx, a, 500*time.Millisecond)
+		return p.follow(ctx, a, events, 500*time.Millisecond)
 	default:
 		return fromResponse(id, outcomeFailed, resp)
 	}
@@ -387,7 +412,7 @@ func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger
 		}
 		return p.completed(ctx, a, outcomeCompleted, out.PlatformAccountNumber, "")
 	case resp.Status == http.StatusAccepted:
-		return p.poll(ctx, a, retryAfter(resp.Header, time.Second))
+		return p.follow(ctx, a, events, retryAfter(resp.Header, time.Second))
 	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
 		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
 	case resp.Status == http.StatusBadRequest && e.Code == "dry_run_rolled_back":

@@ -53,6 +53,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	go notifier.Run(bg)
 	go db.WatchControl(bg, log)                   // keys, suppliers, teams and the limit cached in memory
 	go db.RunEventRelay(bg, EventRelayEvery, log) // numbers events for the feed (one process at a time)
+	go db.WatchFeed(bg, log)                      // one LISTEN wakes every feed long-poll of this process
 	stageRows := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dataimport_stage_statement_rows",
 		Help: "Staging requests written per statement (concurrent requests share one).", Buckets: prometheus.ExponentialBuckets(1, 2, 7)})
 	a.Registry.MustRegister(stageRows)
@@ -91,6 +92,11 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	})
 	return a, nil
 }
+
+// Drain ends the feed long-polls in flight (they answer with what they
+// have) so that a graceful shutdown is not held up by them; serve it with
+// http.Server.RegisterOnShutdown.
+func (a *API) Drain() { a.DB.StopFeedWaits() }
 
 // Close releases the connections.
 func (a *API) Close() error {

@@ -68,6 +68,11 @@ func TestOpenAPIContract(t *testing.T) {
 	if r := get("/v1/data-import/all-account-import-processes/DEMO_ENERGY/?page_size=1", http.StatusOK); !strings.Contains(r.Header.Get("Link"), `rel="next"`) {
 		t.Errorf("no Link header on a first page: %v", r.Header)
 	}
+	// The event feed: a page, a bad cursor, a supplier the caller may not see.
+	get("/v1/data-import/events/?limit=10&type=import_process.complete-v1&import_supplier=DEMO_ENERGY", http.StatusOK)
+	get("/v1/data-import/events/?after=latest&wait=0s", http.StatusOK)
+	get("/v1/data-import/events/?after=garbage", http.StatusBadRequest)
+	get("/v1/data-import/events/?import_supplier=NOPE", http.StatusNotFound)
 
 	// Post-import data.
 	post("/v1/data-import/notes/create/", sample("notes_sample.json"), http.StatusCreated)

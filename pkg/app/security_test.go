@@ -45,6 +45,7 @@ func TestTenantIsolationMatrix(t *testing.T) {
 			{http.MethodGet, "/v1/data-import/all-account-import-processes/" + supplier + "/", ""},
 			{http.MethodGet, "/v1/data-import/pending-account-import-processes/" + supplier + "/", ""},
 			{http.MethodGet, "/v1/data-import/imported-account-import-processes/" + supplier + "/", ""},
+			{http.MethodGet, "/v1/data-import/events/?import_supplier=" + supplier, ""},
 			{http.MethodPost, "/v1/data-import/notes/create/",
 				`{"import_supplier":"` + supplier + `","external_account_number":"B-1","notes":[{"body":"hello"}]}`},
 			{http.MethodPost, "/v1/data-import/transactions/create/",

@@ -15,6 +15,7 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.GET("/all-account-import-processes/:supplier/", s.listProcesses(postgres.ListAll))
 	g.GET("/pending-account-import-processes/:supplier/", s.listProcesses(postgres.ListPending))
 	g.GET("/imported-account-import-processes/:supplier/", s.listProcesses(postgres.ListImported))
+	g.GET("/events/", s.eventFeed)
 	g.POST("/payment-instruction/create/", s.createPaymentInstruction)
 	g.POST("/notes/create/", s.createNotes)
 	g.POST("/transactions/create/", s.createTransactions)

@@ -41,6 +41,15 @@ type Store interface {
 	Cancel(ctx context.Context, p dataimport.ImportProcess) (dataimport.ImportProcess, error)
 	Events(ctx context.Context, processID int64) ([]postgres.Event, error)
 	LatestEvent(ctx context.Context, processID int64) (postgres.Event, bool, error)
+	FeedStore
+}
+
+// FeedStore is what the event feed needs (postgres/feed.go, feed_watch.go).
+type FeedStore interface {
+	FeedPage(ctx context.Context, orgID int64, after int64, limit int, types []string, supplierCode string) ([]dataimport.FeedEvent, int64, error)
+	FeedTail(ctx context.Context) (int64, error)
+	FeedGeneration() uint64
+	WaitFeed(ctx context.Context, gen uint64) error
 }
 
 // Throttle slows down repeated failed logins per client.

@@ -35,6 +35,7 @@ type DB struct {
 	dsn      string
 	maxConns int
 	control  controlCache  // see control_cache.go
+	feed     *feedWatch    // see feed_watch.go
 	stager   *stageBatcher // see stage_batch.go
 	writers  *semaphore.Weighted
 }
@@ -57,7 +58,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}}}
+	db := &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}},
+		feed: newFeedWatch()}
 	db.stager = newStageBatcher(stageFlushers, stageMaxBatch, db.stageRows)
 	return db, nil
 }
