@@ -21,7 +21,7 @@ func TestHostileBodies(t *testing.T) {
 		code   string
 	}{
 		{"deep nesting", validatePath, `{"customers":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`, 400, "parse_error"},
-		{"deep nesting in GraphQL", "/v1/graphql/", `{"query":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`, 400, "parse_error"},
+		{"deep nesting in GraphQL", "/v1/graphql/", `{"query":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, 400, "parse_error"},
 		{"50 MB body with length", validatePath, strings.Repeat(" ", 50<<20), 413, "request_too_large"},
 		{"50 MB body streamed", validatePath, io.MultiReader(strings.NewReader(`{"a":"`), strings.NewReader(strings.Repeat("x", 50<<20))), 413, "request_too_large"},
 		{"invalid UTF-8", validatePath, strings.Replace(p.account("EXT-U"), `"Alice"`, "\"Al\xffce\"", 1), 400, ""},

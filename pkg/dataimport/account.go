@@ -84,7 +84,7 @@ type Account struct {
 	ExternalAccountNumber        string                   `json:"external_account_number" dataimport:"required"`
 	AccountType                  *AccountType             `json:"account_type,omitempty"`
 	UnknownOccupier              *bool                    `json:"unknown_occupier,omitempty"`
-	Customers                    []Customer               `json:"customers,omitempty"`
+	Customers                    []Customer               `json:"customers,omitempty" dataimport:"max=50"`
 	BillingName                  *string                  `json:"billing_name,omitempty"`
 	BillingAddress1              *string                  `json:"billing_address1,omitempty"`
 	BillingAddress2              *string                  `json:"billing_address2,omitempty"`
@@ -97,14 +97,14 @@ type Account struct {
 	SalesChannel                 SalesChannel             `json:"sales_channel" dataimport:"required"`
 	SalesSubchannel              *string                  `json:"sales_subchannel,omitempty"`
 	DateOfSale                   *Date                    `json:"date_of_sale,omitempty"`
-	SupplyAddresses              []SupplyAddress          `json:"supply_addresses,omitempty"`
+	SupplyAddresses              []SupplyAddress          `json:"supply_addresses,omitempty" dataimport:"max=100"`
 	LastStatementClosingDate     *Date                    `json:"last_statement_closing_date,omitempty"`
 	NextBillDueDate              *Date                    `json:"next_bill_due_date,omitempty"`
 	TransferBalance              *Money                   `json:"transfer_balance,omitempty"`
-	Metadata                     []MetadataItem           `json:"metadata,omitempty"`
-	References                   []Reference              `json:"references,omitempty"`
-	Notes                        []Note                   `json:"notes,omitempty"`
-	CurrentStatementTransactions []Transaction            `json:"current_statement_transactions,omitempty"`
+	Metadata                     []MetadataItem           `json:"metadata,omitempty" dataimport:"max=100"`
+	References                   []Reference              `json:"references,omitempty" dataimport:"max=100"`
+	Notes                        []Note                   `json:"notes,omitempty" dataimport:"max=1000"`
+	CurrentStatementTransactions []Transaction            `json:"current_statement_transactions,omitempty" dataimport:"max=100"`
 }
 
 type Customer struct {
@@ -138,7 +138,7 @@ type SupplyAddress struct {
 	SupplyAddress5                  *string      `json:"supply_address5,omitempty"`
 	SupplyPostcode                  string       `json:"supply_postcode" dataimport:"required"`
 	CustomerAtSupplyAddressFromDate *Date        `json:"customer_at_supply_address_from_date,omitempty"`
-	MeterPoints                     []MeterPoint `json:"meter_points"`
+	MeterPoints                     []MeterPoint `json:"meter_points" dataimport:"max=10"`
 }
 
 // MeterPoint: fuel is required (the contract lists it without a default and
@@ -148,7 +148,7 @@ type MeterPoint struct {
 	Fuel            Fuel        `json:"fuel" dataimport:"required"`
 	SupplyStartDate Date        `json:"supply_start_date" dataimport:"required"`
 	SupplyEndDate   *Date       `json:"supply_end_date,omitempty"`
-	Agreements      []Agreement `json:"agreements,omitempty"`
+	Agreements      []Agreement `json:"agreements,omitempty" dataimport:"max=20"`
 }
 
 // Agreement: valid_to is inclusive; nil means open-ended.
@@ -171,7 +171,7 @@ type Reference struct {
 // Note is interface §2.4, used inside the account and by the notes endpoint.
 type Note struct {
 	Body          *string            `json:"body,omitempty"`
-	DocumentPaths []NoteDocumentPath `json:"document_paths,omitempty"`
+	DocumentPaths []NoteDocumentPath `json:"document_paths,omitempty" dataimport:"max=20"`
 	CreatedAt     *DateTime          `json:"created_at,omitempty"`
 	IsPinned      *bool              `json:"is_pinned,omitempty"`
 	UnpinAt       *DateTime          `json:"unpin_at,omitempty"`
@@ -194,8 +194,8 @@ type Transaction struct {
 	Reference       *string            `json:"reference,omitempty"`
 	PaymentType     *PaymentType       `json:"payment_type,omitempty"`
 	ProductCode     *string            `json:"product_code,omitempty"`
-	LineItems       []LineItem         `json:"line_items,omitempty"`
-	TaxItems        []TaxItem          `json:"tax_items,omitempty"`
+	LineItems       []LineItem         `json:"line_items,omitempty" dataimport:"max=20"`
+	TaxItems        []TaxItem          `json:"tax_items,omitempty" dataimport:"max=10"`
 }
 
 // LineItem: dates and net_amount are needed for the supply-charge arithmetic;
@@ -207,7 +207,7 @@ type LineItem struct {
 	NumberOfUnits *decimal.Decimal  `json:"number_of_units,omitempty"`
 	NetAmount     Money             `json:"net_amount" dataimport:"required"`
 	PricePerUnit  *decimal.Decimal  `json:"price_per_unit,omitempty"`
-	Units         []decimal.Decimal `json:"units,omitempty"`
+	Units         []decimal.Decimal `json:"units,omitempty" dataimport:"max=10"`
 }
 
 // TaxItem: CONTRACT §7, all five fields required.

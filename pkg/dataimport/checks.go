@@ -12,48 +12,39 @@ import (
 )
 
 // Field-level checks shared by every validator. Each appends to a collector
-// and never stops, because the contract reports all errors at once.
+// (collector.go) and never stops, because the contract reports all errors at
+// once; the collector alone applies the cap.
 
 const defaultMaxLength = 255 // CONTRACT §5: "max 255 unless noted"
 
-type collector struct {
-	errs []FieldError
-}
-
-func (c *collector) add(attr, code, detail string) {
-	c.errs = append(c.errs, FieldError{Detail: detail, Code: code, Attr: attr})
-}
-
-func (c *collector) addAll(errs []FieldError) { c.errs = append(c.errs, errs...) }
-
-func (c *collector) maxLength(attr, s string, limit int) {
+func (c *collector) maxLength(a attr, s string, limit int) {
 	if utf8.RuneCountInString(s) > limit {
-		c.add(attr, CodeMaxLength, fmt.Sprintf("Ensure this field has no more than %d characters.", limit))
+		c.addAt(a, CodeMaxLength, fmt.Sprintf("Ensure this field has no more than %d characters.", limit))
 	}
 }
 
 // requiredString checks a field the binder already made present: it must not
 // be blank and must fit.
-func (c *collector) requiredString(attr, s string, limit int) {
+func (c *collector) requiredString(a attr, s string, limit int) {
 	if s == "" {
-		c.add(attr, CodeBlank, "This field may not be blank.")
+		c.addAt(a, CodeBlank, "This field may not be blank.")
 		return
 	}
-	c.maxLength(attr, s, limit)
+	c.maxLength(a, s, limit)
 }
 
 // optionalString checks a field that may be absent or blank. Blank optional
 // strings are accepted (and kept) rather than refused: partners export empty
 // columns as "", and refusing them would block real migrations for nothing.
-func (c *collector) optionalString(attr string, s *string, limit int) {
+func (c *collector) optionalString(a attr, s *string, limit int) {
 	if s != nil {
-		c.maxLength(attr, *s, limit)
+		c.maxLength(a, *s, limit)
 	}
 }
 
-func choice[T ~string](c *collector, attr string, v T, allowed []T) {
+func choice[T ~string](c *collector, a attr, v T, allowed []T) {
 	if v == "" {
-		c.add(attr, CodeBlank, "This field may not be blank.")
+		c.addAt(a, CodeBlank, "This field may not be blank.")
 		return
 	}
 	for _, a := range allowed {
@@ -61,14 +52,14 @@ func choice[T ~string](c *collector, attr string, v T, allowed []T) {
 			return
 		}
 	}
-	c.add(attr, CodeInvalidChoice, fmt.Sprintf("%q is not a valid choice.", string(v)))
+	c.addAt(a, CodeInvalidChoice, fmt.Sprintf("%q is not a valid choice.", string(v)))
 }
 
 // money enforces the two-place rule of CONTRACT §5 on the value (1.10 and
 // 1.100 are 1.1 and pass; 1.005 does not).
-func (c *collector) money(attr string, m Money) {
+func (c *collector) money(a attr, m Money) {
 	if significantPlaces(m.Decimal) > moneyDecimalPlaces {
-		c.add(attr, CodeMaxDecimalPlaces, "Ensure that there are no more than 2 decimal places.")
+		c.addAt(a, CodeMaxDecimalPlaces, "Ensure that there are no more than 2 decimal places.")
 	}
 }
 
@@ -77,22 +68,22 @@ func (c *collector) money(attr string, m Money) {
 // decoder allows 18, which would otherwise surface as a database error.
 var maxStoredMoney = decimal.New(1, 14)
 
-func (c *collector) storedMoney(attr string, m Money) {
+func (c *collector) storedMoney(a attr, m Money) {
 	if !FitsStoredMoney(m.Decimal) {
-		c.add(attr, CodeMaxWholeDigits, "Ensure that there are no more than 14 digits before the decimal point.")
+		c.addAt(a, CodeMaxWholeDigits, "Ensure that there are no more than 14 digits before the decimal point.")
 	}
 }
 
-func (c *collector) email(attr string, s *string) {
+func (c *collector) email(a attr, s *string) {
 	if s == nil || *s == "" {
 		return
 	}
 	if utf8.RuneCountInString(*s) > defaultMaxLength {
-		c.maxLength(attr, *s, defaultMaxLength)
+		c.maxLength(a, *s, defaultMaxLength)
 		return
 	}
 	if !validEmail(*s) {
-		c.add(attr, CodeInvalidEmail, "Enter a valid email address.")
+		c.addAt(a, CodeInvalidEmail, "Enter a valid email address.")
 	}
 }
 
@@ -128,17 +119,17 @@ func validEmail(s string) bool {
 // form must be valid in region; one written with +CC must be a valid number
 // of its own country (a GB supplier may have customers on foreign mobiles),
 // which is what validating "in the region" means for libphonenumber.
-func (c *collector) phone(attr string, s *string, region string) {
+func (c *collector) phone(a attr, s *string, region string) {
 	if s == nil || *s == "" {
 		return
 	}
 	if utf8.RuneCountInString(*s) > defaultMaxLength {
-		c.maxLength(attr, *s, defaultMaxLength)
+		c.maxLength(a, *s, defaultMaxLength)
 		return
 	}
 	num, err := phonenumbers.Parse(*s, region)
 	if err != nil || !phonenumbers.IsValidNumber(num) {
-		c.add(attr, CodeInvalidPhoneNumber, "Enter a valid phone number.")
+		c.addAt(a, CodeInvalidPhoneNumber, "Enter a valid phone number.")
 		return
 	}
 	*s = phonenumbers.Format(num, phonenumbers.E164)
@@ -146,7 +137,7 @@ func (c *collector) phone(attr string, s *string, region string) {
 
 // notFuture refuses a date after today. A zero today (caller did not say)
 // skips the check rather than refusing every date.
-func (c *collector) notFuture(attr string, d *Date, today Date, strictlyPast bool) {
+func (c *collector) notFuture(a attr, d *Date, today Date, strictlyPast bool) {
 	if d == nil || today.IsZero() {
 		return
 	}
@@ -155,6 +146,6 @@ func (c *collector) notFuture(attr string, d *Date, today Date, strictlyPast boo
 		if strictlyPast {
 			detail = "Date must be in the past."
 		}
-		c.add(attr, CodeDateInFuture, detail)
+		c.addAt(a, CodeDateInFuture, detail)
 	}
 }

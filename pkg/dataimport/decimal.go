@@ -35,19 +35,43 @@ func parseDecimal(s string) (decimal.Decimal, string, string) {
 		return decimal.Decimal{}, CodeInvalidDecimal, "A valid number is required."
 	}
 	// Check magnitude from coefficient and exponent alone, before anything
-	// rescales the value.
-	exp := int64(d.Exponent())
-	digits := int64(len(new(big.Int).Abs(d.Coefficient()).String()))
+	// rescales the value. The digits are counted in the text: every
+	// request's decimals pass here, and big.Int arithmetic would allocate
+	// several times per value.
 	if d.IsZero() {
 		return decimal.Zero, "", ""
 	}
-	if digits+exp > maxWholeDigits {
+	exp := int64(d.Exponent())
+	digits, trailingZeros := coefficientDigits(s)
+	if int64(digits)+exp > maxWholeDigits {
 		return decimal.Decimal{}, CodeMaxWholeDigits, "Ensure that there are no more than 18 digits before the decimal point."
 	}
-	if exp < 0 && int64(significantPlaces(d)) > maxAnyDecimalPlaces {
+	// Places ignoring trailing zeros, as significantPlaces counts them.
+	if exp < 0 && -exp-int64(trailingZeros) > maxAnyDecimalPlaces {
 		return decimal.Decimal{}, CodeMaxDecimalPlaces, "Ensure that there are no more than 20 decimal places."
 	}
 	return d, "", ""
+}
+
+// coefficientDigits counts, in a literal that matches decimalSyntax, the
+// digits of its coefficient (the mantissa without its point and leading
+// zeros) and how many of them are trailing zeros.
+func coefficientDigits(s string) (digits, trailingZeros int) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == 'e' || c == 'E':
+			return digits, trailingZeros
+		case c < '0' || c > '9', c == '0' && digits == 0:
+			// sign, point, leading zero
+		case c == '0':
+			digits++
+			trailingZeros++
+		default:
+			digits++
+			trailingZeros = 0
+		}
+	}
+	return digits, trailingZeros
 }
 
 // significantPlaces counts decimal places ignoring trailing zeros: 1.10 has

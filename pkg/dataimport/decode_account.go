@@ -1,7 +1,6 @@
 package dataimport
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -39,37 +38,22 @@ func DecodeAccountFor(body []byte, rules func(*Account) (AccountRules, error)) (
 // bodies other than the account).
 func Decode[T any](body []byte, code, detail string, validate func(*T) []FieldError) (*T, error) {
 	v := new(T)
-	bindErrs, err := DecodeStrict(body, v)
+	var bound collector
+	notObject, err := decodeStrict(body, v, &bound)
 	if err != nil {
 		return nil, err
 	}
-	if len(bindErrs) == 1 && bindErrs[0].Attr == CodeNonFieldErrors {
-		return nil, ValidationError(code, detail, bindErrs) // not even an object
+	if notObject {
+		return nil, ValidationError(code, detail, bound.list())
 	}
 	var ruleErrs []FieldError
 	if validate != nil {
 		ruleErrs = validate(v)
 	}
-	if all := MergeFieldErrors(bindErrs, ruleErrs); len(all) > 0 {
-		return nil, ValidationError(code, detail, capErrors(all))
+	if all := MergeFieldErrors(bound.list(), ruleErrs); len(all) > 0 {
+		return nil, ValidationError(code, detail, all)
 	}
 	return v, nil
-}
-
-// MaxReportedErrors bounds one error response. Every real payload reports
-// all its errors; a hostile body with a million bad items does not get a
-// hundred-megabyte answer.
-const MaxReportedErrors = 1000
-
-func capErrors(errs []FieldError) []FieldError {
-	if len(errs) <= MaxReportedErrors {
-		return errs
-	}
-	return append(errs[:MaxReportedErrors:MaxReportedErrors], FieldError{
-		Detail: fmt.Sprintf("Too many errors; only the first %d are reported.", MaxReportedErrors),
-		Code:   CodeTooManyErrors,
-		Attr:   CodeNonFieldErrors,
-	})
 }
 
 // derivedCodes are rule errors computed from several sibling values. When
@@ -88,15 +72,18 @@ var derivedCodes = map[string]bool{
 // reporting one problem twice: a validator error at (or under) an attr the
 // binder already rejected is dropped (a missing key must not also be
 // "blank"), and so is a derived rule error whose object has a binding error.
-// Binder errors come first, in document order.
+// Binder errors come first, in document order. The result is capped like
+// every error list (at most MaxReportedErrors, then too_many_errors).
 func MergeFieldErrors(bindErrs, ruleErrs []FieldError) []FieldError {
+	var out collector
 	if len(bindErrs) == 0 {
-		return ruleErrs
+		out.addAll(ruleErrs)
+		return out.list()
 	}
 	failed := make(map[string]bool, len(bindErrs))    // attrs the binder rejected
 	ancestors := make(map[string]bool, len(bindErrs)) // strict ancestors of those
 	for _, e := range bindErrs {
-		if e.Code == CodeUnknownField {
+		if e.Code == CodeUnknownField || e.Code == CodeTooManyErrors {
 			continue // an extra key leaves every known value intact
 		}
 		failed[e.Attr] = true
@@ -106,14 +93,13 @@ func MergeFieldErrors(bindErrs, ruleErrs []FieldError) []FieldError {
 			}
 		}
 	}
-	out := append([]FieldError(nil), bindErrs...)
+	out.addAll(bindErrs)
 	for _, e := range ruleErrs {
-		if coveredBy(e, failed, ancestors) {
-			continue
+		if e.Code == CodeTooManyErrors || !coveredBy(e, failed, ancestors) {
+			out.addError(e)
 		}
-		out = append(out, e)
 	}
-	return out
+	return out.list()
 }
 
 func coveredBy(e FieldError, failed, ancestors map[string]bool) bool {
@@ -143,31 +129,34 @@ func coveredBy(e FieldError, failed, ancestors map[string]bool) bool {
 type NotesRequest struct {
 	ImportSupplier        string `json:"import_supplier" dataimport:"required"`
 	ExternalAccountNumber string `json:"external_account_number" dataimport:"required"`
-	Notes                 []Note `json:"notes" dataimport:"required"`
+	Notes                 []Note `json:"notes" dataimport:"required,max=1000"`
 }
 
 // Validate checks the request; now fills missing created_at (CONTRACT §7).
 func (r *NotesRequest) Validate(now time.Time) []FieldError {
 	c := &collector{}
-	c.requiredString("import_supplier", r.ImportSupplier, defaultMaxLength)
-	c.requiredString("external_account_number", r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
+	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
 	for i := range r.Notes {
-		c.addAll(ValidateNote(&r.Notes[i], indexPath("notes", i), now))
+		if c.full() {
+			break
+		}
+		validateNote(c, &r.Notes[i], itemOf("notes", i), now)
 	}
-	return c.errs
+	return c.list()
 }
 
 // TransactionsRequest is the body of POST /v1/data-import/transactions/create/.
 type TransactionsRequest struct {
 	ImportSupplier        string        `json:"import_supplier" dataimport:"required"`
 	ExternalAccountNumber string        `json:"external_account_number" dataimport:"required"`
-	Transactions          []Transaction `json:"transactions" dataimport:"required"`
+	Transactions          []Transaction `json:"transactions" dataimport:"required,max=500"`
 }
 
 func (r *TransactionsRequest) Validate() []FieldError {
 	c := &collector{}
-	c.requiredString("import_supplier", r.ImportSupplier, defaultMaxLength)
-	c.requiredString("external_account_number", r.ExternalAccountNumber, maxExternalAccountNumber)
-	c.addAll(ValidateTransactions(r.Transactions, "transactions"))
-	return c.errs
+	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
+	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	validateTransactions(c, r.Transactions, "transactions")
+	return c.list()
 }

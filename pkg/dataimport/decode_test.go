@@ -10,7 +10,7 @@ import (
 type decInner struct {
 	Name  string   `json:"name" dataimport:"required"`
 	Count *int     `json:"count"`
-	Tags  []string `json:"tags"`
+	Tags  []string `json:"tags" dataimport:"max=3"`
 }
 
 type decTarget struct {
@@ -27,8 +27,8 @@ type decTarget struct {
 	At   DateTime          `json:"at"`
 	In   decInner          `json:"in"`
 	InP  *decInner         `json:"in_p"`
-	List []decInner        `json:"list"`
-	Decs []decimal.Decimal `json:"decs"`
+	List []decInner        `json:"list" dataimport:"max=2"`
+	Decs []decimal.Decimal `json:"decs" dataimport:"max=10"`
 	Skip string            `json:"-"`
 	//lint:ignore U1000 present to prove the binder skips unexported fields
 	inner string
@@ -169,8 +169,8 @@ func BenchmarkDecodeValidateAccount(b *testing.B) {
 }
 
 func TestTooManyErrors(t *testing.T) {
-	body := `{"import_supplier":"S","external_account_number":"E","sales_channel":"DIRECT","customers":[` +
-		strings.TrimSuffix(strings.Repeat(`{"x":1},`, 5000), ",") + `]}`
+	body := `{"import_supplier":"S","external_account_number":"E","sales_channel":"DIRECT","notes":[` +
+		strings.TrimSuffix(strings.Repeat(`{"x":1},`, 1000), ",") + `],"customers":[{"x":1}]}`
 	_, err := DecodeAccount([]byte(body), testRules)
 	e, ok := AsError(err)
 	if !ok || len(e.Errors) != MaxReportedErrors+1 || e.Errors[MaxReportedErrors].Code != CodeTooManyErrors {

@@ -13,28 +13,16 @@ import (
 // "[[[[..." body is refused before it costs anything.
 const maxJSONDepth = 64
 
-// jsonObject keeps the keys in document order so errors come out in a stable,
-// readable order (a Go map would shuffle them on every request).
-type jsonObject struct {
-	keys []string
-	vals []any
-	dups []string // keys given more than once; the first value is kept
-}
-
-// parseJSON reads body into generic values: nil, bool, json.Number, string,
-// []any and *jsonObject. Numbers stay json.Number so no amount ever passes
-// through float64.
-//
-// Syntax is checked first by encoding/json's iterative validator (fast,
-// constant stack, exact error messages); the tree is then built by a small
-// reader that may trust the syntax. This is several times faster than
-// json.Decoder.Token, which allocates per token.
-func parseJSON(body []byte) (any, *Error) {
+// checkJSON accepts a body the reader below may trust: valid UTF-8, one
+// syntactically valid JSON value (encoding/json's iterative validator: fast,
+// constant stack, exact error messages) nested at most maxJSONDepth deep.
+// It builds nothing, so it costs the same for any shape of body.
+func checkJSON(body []byte) *Error {
 	if !utf8.Valid(body) {
-		return nil, parseError("body is not valid UTF-8")
+		return parseError("body is not valid UTF-8")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, parseError("empty body")
+		return parseError("empty body")
 	}
 	if !json.Valid(body) {
 		var raw json.RawMessage // validates without building anything
@@ -42,14 +30,12 @@ func parseJSON(body []byte) (any, *Error) {
 		if err == nil { // cannot happen; keep a reason anyway
 			err = errors.New("invalid JSON")
 		}
-		return nil, parseError(err.Error())
+		return parseError(err.Error())
 	}
-	r := jsonReader{buf: body}
-	v, err := r.value(0)
-	if err != nil {
-		return nil, parseError(err.Error())
+	if tooDeep(body) {
+		return parseError(errTooDeep.Error())
 	}
-	return v, nil
+	return nil
 }
 
 func parseError(reason string) *Error {
@@ -58,7 +44,43 @@ func parseError(reason string) *Error {
 
 var errTooDeep = fmt.Errorf("nesting deeper than %d levels", maxJSONDepth)
 
-// jsonReader builds generic values from syntactically valid JSON.
+// tooDeep reports nesting beyond maxJSONDepth in valid JSON.
+func tooDeep(b []byte) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i) - 1
+		case '{', '[':
+			depth++
+			if depth > maxJSONDepth {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// stringEnd returns the position just after the string token starting at
+// b[start] (its opening quote).
+func stringEnd(b []byte, start int) int {
+	for i := start + 1; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// jsonReader walks a body that checkJSON accepted, token by token, so the
+// binder can fill Go values straight from the bytes and skip what it does
+// not want (unknown keys, items beyond an array's maximum) without building
+// anything. Because the syntax is already known to be valid, the reader
+// does no error checking of its own.
 type jsonReader struct {
 	buf []byte
 	pos int
@@ -75,148 +97,173 @@ func (r *jsonReader) skipSpace() {
 	}
 }
 
-func (r *jsonReader) value(depth int) (any, error) {
+// peek returns the first byte of the next value: '{', '[', '"', 't', 'f',
+// 'n', or the start of a number.
+func (r *jsonReader) peek() byte {
 	r.skipSpace()
-	if r.pos >= len(r.buf) {
-		return nil, errors.New("unexpected end of JSON input")
-	}
-	switch c := r.buf[r.pos]; c {
+	return r.buf[r.pos]
+}
+
+// kind names the next value the way error details describe it.
+func (r *jsonReader) kind() string {
+	switch r.peek() {
 	case '{':
-		if depth >= maxJSONDepth {
-			return nil, errTooDeep
-		}
-		return r.object(depth + 1)
+		return "object"
 	case '[':
-		if depth >= maxJSONDepth {
-			return nil, errTooDeep
-		}
-		return r.array(depth + 1)
+		return "list"
 	case '"':
-		return r.str()
-	case 't':
-		r.pos += len("true")
-		return true, nil
-	case 'f':
-		r.pos += len("false")
-		return false, nil
+		return "string"
+	case 't', 'f':
+		return "boolean"
 	case 'n':
-		r.pos += len("null")
-		return nil, nil
-	default: // number
-		start := r.pos
-		for r.pos < len(r.buf) && isNumberByte(r.buf[r.pos]) {
-			r.pos++
-		}
-		return json.Number(r.buf[start:r.pos]), nil
+		return "null"
 	}
+	return "number"
 }
 
-func isNumberByte(c byte) bool {
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
-}
-
-func (r *jsonReader) object(depth int) (any, error) {
-	r.pos++ // '{'
-	obj := &jsonObject{}
-	var index map[string]struct{}
-	for {
-		r.skipSpace()
-		if r.buf[r.pos] == '}' {
-			r.pos++
-			return obj, nil
-		}
-		if r.buf[r.pos] == ',' {
-			r.pos++
-			r.skipSpace()
-		}
-		key, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		r.skipSpace()
-		r.pos++ // ':'
-		val, err := r.value(depth)
-		if err != nil {
-			return nil, err
-		}
-		if index == nil {
-			index = make(map[string]struct{})
-		}
-		if _, dup := index[key]; dup {
-			obj.dups = append(obj.dups, key)
-			continue
-		}
-		index[key] = struct{}{}
-		obj.keys = append(obj.keys, key)
-		obj.vals = append(obj.vals, val)
-	}
-}
-
-func (r *jsonReader) array(depth int) (any, error) {
-	r.pos++ // '['
-	arr := []any{}
-	for {
-		r.skipSpace()
-		if r.buf[r.pos] == ']' {
-			r.pos++
-			return arr, nil
-		}
-		if r.buf[r.pos] == ',' {
-			r.pos++
-		}
-		val, err := r.value(depth)
-		if err != nil {
-			return nil, err
-		}
-		arr = append(arr, val)
-	}
-}
-
-// str reads a string token. Plain strings are sliced directly; strings with
-// escapes are handed to encoding/json so \uXXXX and surrogate pairs follow
-// the standard exactly.
-func (r *jsonReader) str() (string, error) {
-	start := r.pos
-	r.pos++ // opening quote
-	escaped := false
-	for {
-		c := r.buf[r.pos]
-		if c == '\\' {
-			escaped = true
-			r.pos += 2
-			continue
-		}
+// nextKey moves into or through an object (call it with the reader on '{'
+// for the first key) and returns the next key, or ok=false after the
+// closing '}'. The key's bytes alias the body when it has no escapes, so
+// looking a known key up allocates nothing; with decode false the key is
+// not even unescaped (the caller will skip its value).
+func (r *jsonReader) nextKey(decode bool) (key []byte, ok bool, err error) {
+	r.skipSpace()
+	switch r.buf[r.pos] {
+	case '{', ',':
 		r.pos++
-		if c == '"' {
-			break
+		r.skipSpace()
+	}
+	if r.buf[r.pos] == '}' {
+		r.pos++
+		return nil, false, nil
+	}
+	if decode {
+		key, err = r.strBytes()
+		if err != nil {
+			return nil, false, err
+		}
+	} else {
+		r.pos = stringEnd(r.buf, r.pos)
+	}
+	r.skipSpace()
+	r.pos++ // ':'
+	return key, true, nil
+}
+
+// nextElem moves into or through an array (call it with the reader on '['
+// for the first element) and reports whether an element follows.
+func (r *jsonReader) nextElem() bool {
+	r.skipSpace()
+	switch r.buf[r.pos] {
+	case '[', ',':
+		r.pos++
+		r.skipSpace()
+	}
+	if r.buf[r.pos] == ']' {
+		r.pos++
+		return false
+	}
+	return true
+}
+
+// countElems counts the elements of the array the reader is on, stopping
+// at limit, without moving the reader: the binder sizes a slice exactly
+// instead of growing it by doubling.
+func (r *jsonReader) countElems(limit int) int {
+	b := r.buf
+	i := r.pos + 1 // past '['
+	for b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' {
+		i++
+	}
+	if b[i] == ']' {
+		return 0
+	}
+	n, depth := 1, 0
+	for ; n < limit; i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i) - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return n
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
 		}
 	}
-	raw := r.buf[start:r.pos]
-	if !escaped {
-		return string(raw[1 : len(raw)-1]), nil
+	return n
+}
+
+// strBytes reads a string token. Plain strings alias the body; strings with
+// escapes are decoded by encoding/json so \uXXXX and surrogate pairs follow
+// the standard exactly.
+func (r *jsonReader) strBytes() ([]byte, error) {
+	start := r.pos
+	end := stringEnd(r.buf, start)
+	r.pos = end
+	raw := r.buf[start:end]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1], nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", err
+		return nil, err
 	}
-	return s, nil
+	return []byte(s), nil
 }
 
-// jsonTypeName names a generic value the way error details describe it.
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "list"
-	case *jsonObject:
-		return "object"
+// str reads a string token into a new string.
+func (r *jsonReader) str() (string, error) {
+	b, err := r.strBytes()
+	return string(b), err
+}
+
+// literal reads a number, true, false or null and returns its text, which
+// aliases the body.
+func (r *jsonReader) literal() []byte {
+	r.skipSpace()
+	start := r.pos
+	for r.pos < len(r.buf) && isLiteralByte(r.buf[r.pos]) {
+		r.pos++
 	}
-	return fmt.Sprintf("%T", v)
+	return r.buf[start:r.pos]
+}
+
+func isLiteralByte(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' || c == 'E'
+}
+
+// skip moves past the next value, however large, without allocating.
+func (r *jsonReader) skip() {
+	switch r.peek() {
+	case '"':
+		r.pos = stringEnd(r.buf, r.pos)
+		return
+	case '{', '[':
+	default:
+		r.literal()
+		return
+	}
+	depth := 0
+	for {
+		switch r.buf[r.pos] {
+		case '"':
+			r.pos = stringEnd(r.buf, r.pos)
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				r.pos++
+				return
+			}
+		}
+		r.pos++
+	}
 }

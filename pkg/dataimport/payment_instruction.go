@@ -60,8 +60,8 @@ func PaymentInstructionValidator(vendors []string) func(*PaymentInstructionReque
 // URL path).
 func ValidatePaymentInstruction(r *PaymentInstructionRequest, vendors []string) []FieldError {
 	c := &collector{}
-	c.requiredString("import_supplier", r.ImportSupplier, maxSupplierCode)
-	c.requiredString("external_account_number", r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.requiredString(field("import_supplier"), r.ImportSupplier, maxSupplierCode)
+	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
 	switch {
 	case r.Vendor == "":
 		c.add("vendor", CodeBlank, "This field may not be blank.")
@@ -72,12 +72,12 @@ func ValidatePaymentInstruction(r *PaymentInstructionRequest, vendors []string) 
 		}
 		c.add("vendor", CodeInvalidChoice, detail)
 	}
-	c.requiredString("reference", r.Reference, maxPaymentReference)
+	c.requiredString(field("reference"), r.Reference, maxPaymentReference)
 	if strings.ContainsFunc(r.Reference, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
 		c.add("reference", CodeInvalid, "A reference may not contain spaces or control characters.")
 	}
-	choice(c, "type", r.Type, PaymentInstructionTypes)
-	return c.errs
+	choice(c, field("type"), r.Type, PaymentInstructionTypes)
+	return c.list()
 }
 
 // PaymentDetails is what the vendor tells about an instruction: the card

@@ -21,7 +21,7 @@ type HistoricalStatement struct {
 type StatementsRequest struct {
 	ImportSupplier        string                `json:"import_supplier" dataimport:"required"`
 	ExternalAccountNumber string                `json:"external_account_number" dataimport:"required"`
-	Statements            []HistoricalStatement `json:"statements" dataimport:"required"`
+	Statements            []HistoricalStatement `json:"statements" dataimport:"required,max=1000"`
 }
 
 // Validate applies CONTRACT §7 to the request. today is the current date
@@ -30,39 +30,42 @@ type StatementsRequest struct {
 // the account is refused by the store with the same code.
 func (r *StatementsRequest) Validate(today Date) []FieldError {
 	c := &collector{}
-	c.requiredString("import_supplier", r.ImportSupplier, defaultMaxLength)
-	c.requiredString("external_account_number", r.ExternalAccountNumber, maxExternalAccountNumber)
-	firstUse := map[string]string{}
+	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
+	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	firstUse := map[string]attr{} // statement_id -> attr of its first use
 	for i := range r.Statements {
+		if c.full() {
+			break
+		}
 		s := &r.Statements[i]
-		p := indexPath("statements", i)
-		idAttr := joinPath(p, "statement_id")
-		c.requiredString(idAttr, s.StatementID, defaultMaxLength)
+		it := itemOf("statements", i)
+		id := it.field("statement_id")
+		c.requiredString(id, s.StatementID, defaultMaxLength)
 		if s.StatementID != "" {
 			if first, dup := firstUse[s.StatementID]; dup {
-				c.add(idAttr, CodeHistoricalStatementAlreadyExists, fmt.Sprintf("Statement ID %q is also used by %s.", s.StatementID, first))
+				c.addAt(id, CodeHistoricalStatementAlreadyExists, fmt.Sprintf("Statement ID %q is also used by %s.", s.StatementID, first))
 			} else {
-				firstUse[s.StatementID] = idAttr
+				firstUse[s.StatementID] = id
 			}
 		}
-		toAttr := joinPath(p, "bill_period_to_date")
+		to := it.field("bill_period_to_date")
 		if !s.BillPeriodFromDate.IsZero() && !s.BillPeriodToDate.IsZero() && s.BillPeriodToDate.Before(s.BillPeriodFromDate) {
-			c.add(toAttr, CodeStartDateLaterThanEndDate, "bill_period_to_date may not be before bill_period_from_date.")
+			c.addAt(to, CodeStartDateLaterThanEndDate, "bill_period_to_date may not be before bill_period_from_date.")
 		}
 		if !today.IsZero() && s.BillPeriodToDate.After(today) {
-			c.add(toAttr, CodeHistoricalStatementPeriodEndInFuture, "A historical statement's period may not end in the future.")
+			c.addAt(to, CodeHistoricalStatementPeriodEndInFuture, "A historical statement's period may not end in the future.")
 		}
-		c.notFuture(joinPath(p, "issued_date"), s.IssuedDate, today, false)
-		c.optionalString(joinPath(p, "number"), s.Number, defaultMaxLength)
+		c.notFuture(it.field("issued_date"), s.IssuedDate, today, false)
+		c.optionalString(it.field("number"), s.Number, defaultMaxLength)
 		if s.GrossAmount != nil {
-			c.money(joinPath(p, "gross_amount"), *s.GrossAmount)
-			c.storedMoney(joinPath(p, "gross_amount"), *s.GrossAmount)
+			c.money(it.field("gross_amount"), *s.GrossAmount)
+			c.storedMoney(it.field("gross_amount"), *s.GrossAmount)
 		}
 		if s.StatementPath != nil {
-			c.documentPath(joinPath(p, "statement_path"), *s.StatementPath, true)
+			c.documentPath(it.field("statement_path"), *s.StatementPath, true)
 		}
 	}
-	return c.errs
+	return c.list()
 }
 
 // StatementsAlreadyExist is the 400 for statement_ids the account already

@@ -34,14 +34,18 @@ const (
 // (stage and the worker do).
 func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 	c := &collector{}
+	validateAccount(c, a, opts)
+	return c.list()
+}
 
-	c.requiredString("import_supplier", a.ImportSupplier, defaultMaxLength)
-	c.requiredString("external_account_number", a.ExternalAccountNumber, maxExternalAccountNumber)
+func validateAccount(c *collector, a *Account, opts AccountRules) {
+	c.requiredString(field("import_supplier"), a.ImportSupplier, defaultMaxLength)
+	c.requiredString(field("external_account_number"), a.ExternalAccountNumber, maxExternalAccountNumber)
 
 	if a.AccountType == nil {
 		a.AccountType = ptr(AccountTypeDomestic)
 	} else {
-		choice(c, "account_type", *a.AccountType, AccountTypes)
+		choice(c, field("account_type"), *a.AccountType, AccountTypes)
 	}
 	if a.UnknownOccupier == nil {
 		a.UnknownOccupier = ptr(false)
@@ -49,11 +53,11 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 	if a.CommunicationPreference == nil {
 		a.CommunicationPreference = ptr(CommunicationOnline)
 	} else {
-		choice(c, "communication_preference", *a.CommunicationPreference, CommunicationPreferences)
+		choice(c, field("communication_preference"), *a.CommunicationPreference, CommunicationPreferences)
 	}
-	choice(c, "sales_channel", a.SalesChannel, SalesChannels)
-	c.optionalString("sales_subchannel", a.SalesSubchannel, defaultMaxLength)
-	c.notFuture("date_of_sale", a.DateOfSale, opts.Today, false)
+	choice(c, field("sales_channel"), a.SalesChannel, SalesChannels)
+	c.optionalString(field("sales_subchannel"), a.SalesSubchannel, defaultMaxLength)
+	c.notFuture(field("date_of_sale"), a.DateOfSale, opts.Today, false)
 
 	validateBilling(c, a)
 	validateStatementDates(c, a, opts.Today)
@@ -61,8 +65,8 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 	if a.TransferBalance == nil {
 		a.TransferBalance = &Money{}
 	}
-	c.money("transfer_balance", *a.TransferBalance)
-	c.storedMoney("transfer_balance", *a.TransferBalance)
+	c.money(field("transfer_balance"), *a.TransferBalance)
+	c.storedMoney(field("transfer_balance"), *a.TransferBalance)
 
 	validateCustomers(c, a, opts)
 	validateSupplyAddresses(c, a)
@@ -70,27 +74,36 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 	validateReferences(c, a.References)
 
 	for i := range a.Notes {
-		c.addAll(ValidateNote(&a.Notes[i], indexPath("notes", i), opts.Now))
+		if c.full() {
+			return
+		}
+		validateNote(c, &a.Notes[i], itemOf("notes", i), opts.Now)
 	}
-	c.addAll(ValidateTransactions(a.CurrentStatementTransactions, "current_statement_transactions"))
+	validateTransactions(c, a.CurrentStatementTransactions, "current_statement_transactions")
 	validateOpeningBalance(c, a)
-	return c.errs
 }
 
 func ptr[T any](v T) *T { return &v }
 
+// Field names of the numbered address lines, so no path is formatted
+// unless it is reported.
+var (
+	billingLines = []string{"billing_address1", "billing_address2", "billing_address3", "billing_address4", "billing_address5"}
+	supplyLines  = []string{"supply_address2", "supply_address3", "supply_address4", "supply_address5"}
+)
+
 func given(s *string) bool { return s != nil && *s != "" }
 
 func validateBilling(c *collector, a *Account) {
-	c.optionalString("billing_name", a.BillingName, defaultMaxLength)
+	c.optionalString(field("billing_name"), a.BillingName, defaultMaxLength)
 	lines := []*string{a.BillingAddress1, a.BillingAddress2, a.BillingAddress3, a.BillingAddress4, a.BillingAddress5}
 	anyLine := false
 	for i, l := range lines {
-		c.optionalString(fmt.Sprintf("billing_address%d", i+1), l, defaultMaxLength)
+		c.optionalString(field(billingLines[i]), l, defaultMaxLength)
 		anyLine = anyLine || given(l)
 	}
-	c.optionalString("billing_postcode", a.BillingPostcode, maxPostcode)
-	c.email("billing_email", a.BillingEmail)
+	c.optionalString(field("billing_postcode"), a.BillingPostcode, maxPostcode)
+	c.email(field("billing_email"), a.BillingEmail)
 	// A billing address is all or nothing: with any line given, the first
 	// line and the postcode are what a letter needs to arrive.
 	if anyLine {
@@ -130,30 +143,33 @@ func validateCustomers(c *collector, a *Account, opts AccountRules) {
 		c.add("customers", CodeRequired, "At least one customer is required unless unknown_occupier is true.")
 	}
 	for i := range a.Customers {
-		validateCustomer(c, &a.Customers[i], indexPath("customers", i), a.Type(), opts)
+		if c.full() {
+			return
+		}
+		validateCustomer(c, &a.Customers[i], itemOf("customers", i), a.Type(), opts)
 	}
 }
 
-func validateCustomer(c *collector, cu *Customer, path string, accountType AccountType, opts AccountRules) {
-	c.requiredString(joinPath(path, "given_name"), cu.GivenName, defaultMaxLength)
+func validateCustomer(c *collector, cu *Customer, it item, accountType AccountType, opts AccountRules) {
+	c.requiredString(it.field("given_name"), cu.GivenName, defaultMaxLength)
 	if accountType == AccountTypeDomestic && !given(cu.FamilyName) {
-		c.add(joinPath(path, "family_name"), CodeCustomerFamilyNameRequired, "family_name is required for DOMESTIC accounts.")
+		c.addAt(it.field("family_name"), CodeCustomerFamilyNameRequired, "family_name is required for DOMESTIC accounts.")
 	} else {
-		c.optionalString(joinPath(path, "family_name"), cu.FamilyName, defaultMaxLength)
+		c.optionalString(it.field("family_name"), cu.FamilyName, defaultMaxLength)
 	}
 	if cu.Title != nil && *cu.Title != "" && !slices.Contains(Titles, *cu.Title) {
-		c.add(joinPath(path, "title"), CodeInvalidChoice, fmt.Sprintf("%q is not a valid choice.", *cu.Title))
+		c.addAt(it.field("title"), CodeInvalidChoice, fmt.Sprintf("%q is not a valid choice.", *cu.Title))
 	}
-	c.optionalString(joinPath(path, "salutation"), cu.Salutation, defaultMaxLength)
-	c.email(joinPath(path, "email"), cu.Email)
-	c.phone(joinPath(path, "mobile"), cu.Mobile, opts.PhoneRegion)
-	c.phone(joinPath(path, "landline"), cu.Landline, opts.PhoneRegion)
-	c.notFuture(joinPath(path, "date_of_birth"), cu.DateOfBirth, opts.Today, true)
+	c.optionalString(it.field("salutation"), cu.Salutation, defaultMaxLength)
+	c.email(it.field("email"), cu.Email)
+	c.phone(it.field("mobile"), cu.Mobile, opts.PhoneRegion)
+	c.phone(it.field("landline"), cu.Landline, opts.PhoneRegion)
+	c.notFuture(it.field("date_of_birth"), cu.DateOfBirth, opts.Today, true)
 	if cu.CustomerPreferences == nil {
 		cu.CustomerPreferences = &CustomerPreferences{}
 	}
 	if namedTheOccupier(cu) {
-		c.add(path, CodeCustomerNamedTheOccupier, `A customer may not be named "The Occupier"; use unknown_occupier instead.`)
+		c.add(it.String(), CodeCustomerNamedTheOccupier, `A customer may not be named "The Occupier"; use unknown_occupier instead.`)
 	}
 }
 
@@ -177,39 +193,49 @@ func validateSupplyAddresses(c *collector, a *Account) {
 	} else if len(a.SupplyAddresses) == 0 {
 		c.add("supply_addresses", CodeRequired, "At least one supply address is required unless unknown_occupier is true.")
 	}
-	mpxnSeen := map[string]string{} // mpxn -> attr of its first use
+	mpxnSeen := map[string]attr{} // mpxn -> attr of its first use
 	for i := range a.SupplyAddresses {
+		if c.full() {
+			return
+		}
 		sa := &a.SupplyAddresses[i]
-		path := indexPath("supply_addresses", i)
-		c.requiredString(joinPath(path, "supply_address1"), sa.SupplyAddress1, defaultMaxLength)
+		it := itemOf("supply_addresses", i)
+		c.requiredString(it.field("supply_address1"), sa.SupplyAddress1, defaultMaxLength)
 		for j, l := range []*string{sa.SupplyAddress2, sa.SupplyAddress3, sa.SupplyAddress4, sa.SupplyAddress5} {
-			c.optionalString(joinPath(path, fmt.Sprintf("supply_address%d", j+2)), l, defaultMaxLength)
+			c.optionalString(it.field(supplyLines[j]), l, defaultMaxLength)
 		}
-		c.requiredString(joinPath(path, "supply_postcode"), sa.SupplyPostcode, maxPostcode)
+		c.requiredString(it.field("supply_postcode"), sa.SupplyPostcode, maxPostcode)
 		if len(sa.MeterPoints) == 0 {
-			c.add(joinPath(path, "meter_points"), CodeRequired, "At least one meter point is required.")
+			c.addAt(it.field("meter_points"), CodeRequired, "At least one meter point is required.")
+			continue
 		}
+		meterPoints := it.field("meter_points").String()
 		for j := range sa.MeterPoints {
-			validateMeterPoint(c, &sa.MeterPoints[j], indexPath(joinPath(path, "meter_points"), j), mpxnSeen)
+			if c.full() {
+				return
+			}
+			validateMeterPoint(c, &sa.MeterPoints[j], itemOf(meterPoints, j), mpxnSeen)
 		}
 	}
 }
 
-func validateMeterPoint(c *collector, mp *MeterPoint, path string, mpxnSeen map[string]string) {
-	attr := joinPath(path, "mpxn")
-	c.requiredString(attr, mp.MPXN, defaultMaxLength)
+func validateMeterPoint(c *collector, mp *MeterPoint, it item, mpxnSeen map[string]attr) {
+	mpxn := it.field("mpxn")
+	c.requiredString(mpxn, mp.MPXN, defaultMaxLength)
 	if mp.MPXN != "" {
 		if first, dup := mpxnSeen[mp.MPXN]; dup {
-			c.add(attr, CodeDuplicateMPXN, fmt.Sprintf("MPxN %q is already used by %s.", mp.MPXN, first))
+			c.addAt(mpxn, CodeDuplicateMPXN, fmt.Sprintf("MPxN %q is already used by %s.", mp.MPXN, first))
 		} else {
-			mpxnSeen[mp.MPXN] = attr
+			mpxnSeen[mp.MPXN] = mpxn
 		}
 	}
-	choice(c, joinPath(path, "fuel"), mp.Fuel, Fuels)
+	choice(c, it.field("fuel"), mp.Fuel, Fuels)
 	if mp.SupplyEndDate != nil && !mp.SupplyStartDate.IsZero() && mp.SupplyEndDate.Before(mp.SupplyStartDate) {
-		c.add(joinPath(path, "supply_end_date"), CodeStartDateLaterThanEndDate, "supply_end_date may not be before supply_start_date.")
+		c.addAt(it.field("supply_end_date"), CodeStartDateLaterThanEndDate, "supply_end_date may not be before supply_start_date.")
 	}
-	validateAgreements(c, mp.Agreements, joinPath(path, "agreements"))
+	if len(mp.Agreements) > 0 {
+		validateAgreements(c, mp.Agreements, it.field("agreements").String())
+	}
 }
 
 // validateAgreements checks that a meter point's agreements tile time.
@@ -222,11 +248,14 @@ func validateAgreements(c *collector, ags []Agreement, path string) {
 	order := make([]int, 0, len(ags))
 	sortable := true
 	for k := range ags {
+		if c.full() {
+			return
+		}
 		ag := &ags[k]
-		p := indexPath(path, k)
-		c.requiredString(joinPath(p, "product_code"), ag.ProductCode, defaultMaxLength)
+		it := itemOf(path, k)
+		c.requiredString(it.field("product_code"), ag.ProductCode, defaultMaxLength)
 		if ag.ValidTo != nil && !ag.ValidFrom.IsZero() && ag.ValidTo.Before(ag.ValidFrom) {
-			c.add(joinPath(p, "valid_to"), CodeStartDateLaterThanEndDate, "valid_to may not be before valid_from.")
+			c.addAt(it.field("valid_to"), CodeStartDateLaterThanEndDate, "valid_to may not be before valid_from.")
 		}
 		// A zero valid_from failed to bind (already reported); ordering
 		// would be meaningless without it.
@@ -251,14 +280,17 @@ func validateAgreements(c *collector, ags []Agreement, path string) {
 func validateMetadata(c *collector, items []MetadataItem) {
 	seen := map[string]bool{}
 	for i, m := range items {
-		p := indexPath("metadata", i)
-		c.requiredString(joinPath(p, "key"), m.Key, defaultMaxLength)
-		c.maxLength(joinPath(p, "value"), m.Value, defaultMaxLength)
+		if c.full() {
+			return
+		}
+		it := itemOf("metadata", i)
+		c.requiredString(it.field("key"), m.Key, defaultMaxLength)
+		c.maxLength(it.field("value"), m.Value, defaultMaxLength)
 		if m.Key == "" {
 			continue
 		}
 		if seen[m.Key] {
-			c.add(joinPath(p, "key"), CodeMetadataHasDuplicateKeys, fmt.Sprintf("Metadata key %q is given more than once.", m.Key))
+			c.addAt(it.field("key"), CodeMetadataHasDuplicateKeys, fmt.Sprintf("Metadata key %q is given more than once.", m.Key))
 		}
 		seen[m.Key] = true
 	}
@@ -267,15 +299,18 @@ func validateMetadata(c *collector, items []MetadataItem) {
 func validateReferences(c *collector, refs []Reference) {
 	seen := map[[2]string]bool{}
 	for i, r := range refs {
-		p := indexPath("references", i)
-		c.requiredString(joinPath(p, "namespace"), r.Namespace, defaultMaxLength)
-		c.requiredString(joinPath(p, "value"), r.Value, defaultMaxLength)
+		if c.full() {
+			return
+		}
+		it := itemOf("references", i)
+		c.requiredString(it.field("namespace"), r.Namespace, defaultMaxLength)
+		c.requiredString(it.field("value"), r.Value, defaultMaxLength)
 		key := [2]string{r.Namespace, r.Value}
 		if r.Namespace == "" || r.Value == "" {
 			continue
 		}
 		if seen[key] {
-			c.add(p, CodeDuplicateReferences, fmt.Sprintf("Reference %s/%s is given more than once.", r.Namespace, r.Value))
+			c.add(it.String(), CodeDuplicateReferences, fmt.Sprintf("Reference %s/%s is given more than once.", r.Namespace, r.Value))
 		}
 		seen[key] = true
 	}

@@ -266,7 +266,7 @@ func TestPhoneRegions(t *testing.T) {
 	} {
 		c := &collector{}
 		s := tc.in
-		c.phone("mobile", &s, tc.region)
+		c.phone(field("mobile"), &s, tc.region)
 		if got := len(c.errs) == 0; got != (tc.want != "") || (got && s != tc.want) {
 			t.Errorf("%s %q: got %q errs=%v, want %q", tc.region, tc.in, s, c.errs, tc.want)
 		}

@@ -23,14 +23,25 @@ const (
 // is non-zero, a missing created_at becomes now (UTC, whole seconds).
 func ValidateNote(n *Note, path string, now time.Time) []FieldError {
 	c := &collector{}
+	validateNote(c, n, objectAt(path), now)
+	return c.list()
+}
+
+func validateNote(c *collector, n *Note, it item, now time.Time) {
 	if n.Body != nil {
-		c.maxLength(joinPath(path, "body"), *n.Body, maxNoteBody)
+		c.maxLength(it.field("body"), *n.Body, maxNoteBody)
 	}
 	if !given(n.Body) && len(n.DocumentPaths) == 0 {
-		c.add(path, CodeNoteBodyOrDocumentPathNotFound, "A note needs a body or at least one document path.")
+		c.add(it.String(), CodeNoteBodyOrDocumentPathNotFound, "A note needs a body or at least one document path.")
 	}
-	for i, dp := range n.DocumentPaths {
-		c.documentPath(joinPath(indexPath(joinPath(path, "document_paths"), i), "document_path"), dp.DocumentPath, false)
+	if len(n.DocumentPaths) > 0 {
+		paths := it.field("document_paths").String()
+		for i, dp := range n.DocumentPaths {
+			if c.full() {
+				break
+			}
+			c.documentPath(itemOf(paths, i).field("document_path"), dp.DocumentPath, false)
+		}
 	}
 	if n.CreatedAt == nil && !now.IsZero() {
 		n.CreatedAt = ptr(NewDateTime(now))
@@ -44,10 +55,9 @@ func ValidateNote(n *Note, path string, now time.Time) []FieldError {
 			created = ptr(NewDateTime(now))
 		}
 		if created != nil && n.UnpinAt.Before(created.Time) {
-			c.add(joinPath(path, "unpin_at"), CodeNoteUnpinAtEarlierThanCreationDate, "unpin_at may not be earlier than created_at.")
+			c.addAt(it.field("unpin_at"), CodeNoteUnpinAtEarlierThanCreationDate, "unpin_at may not be earlier than created_at.")
 		}
 	}
-	return c.errs
 }
 
 // ValidateDocumentPath applies the CONTRACT §7 path rules. It returns the
@@ -84,9 +94,9 @@ func DocumentPathProblem(p string, pdf bool) string {
 }
 
 // documentPath reports a refused document path at attr.
-func (c *collector) documentPath(attr, p string, pdf bool) {
+func (c *collector) documentPath(a attr, p string, pdf bool) {
 	if problem := DocumentPathProblem(p, pdf); problem != "" {
-		c.add(attr, CodeInvalidDocumentPath, problem)
+		c.addAt(a, CodeInvalidDocumentPath, problem)
 	}
 }
 
@@ -123,52 +133,68 @@ func documentPathProblem(p string) string {
 // reports them all. All arithmetic is exact (decimal).
 func ValidateTransactions(txs []Transaction, path string) []FieldError {
 	c := &collector{}
-	firstUse := map[string]string{} // transaction_id -> attr of its first use
+	validateTransactions(c, txs, path)
+	return c.list()
+}
+
+func validateTransactions(c *collector, txs []Transaction, path string) {
+	firstUse := map[string]attr{} // transaction_id -> attr of its first use
 	for i := range txs {
+		if c.full() {
+			return
+		}
 		tx := &txs[i]
-		p := indexPath(path, i)
-		idAttr := joinPath(p, "transaction_id")
-		c.requiredString(idAttr, tx.TransactionID, defaultMaxLength)
+		p := itemOf(path, i)
+		id := p.field("transaction_id")
+		c.requiredString(id, tx.TransactionID, defaultMaxLength)
 		if tx.TransactionID != "" {
 			if first, dup := firstUse[tx.TransactionID]; dup {
-				c.add(idAttr, CodeDuplicateTransactionIDs, fmt.Sprintf("Transaction ID %q is also used by %s.", tx.TransactionID, first))
+				c.addAt(id, CodeDuplicateTransactionIDs, fmt.Sprintf("Transaction ID %q is also used by %s.", tx.TransactionID, first))
 			} else {
-				firstUse[tx.TransactionID] = idAttr
+				firstUse[tx.TransactionID] = id
 			}
 		}
 		if !tx.Amount.IsPositive() {
-			c.add(joinPath(p, "amount"), CodeAmountNotPositive, "Ensure this value is greater than 0.")
+			c.addAt(p.field("amount"), CodeAmountNotPositive, "Ensure this value is greater than 0.")
 		} else {
-			c.money(joinPath(p, "amount"), tx.Amount)
-			c.storedMoney(joinPath(p, "amount"), tx.Amount)
+			c.money(p.field("amount"), tx.Amount)
+			c.storedMoney(p.field("amount"), tx.Amount)
 		}
-		choice(c, joinPath(p, "type"), tx.Type, TransactionTypes)
-		c.optionalString(joinPath(p, "display_note"), tx.DisplayNote, defaultMaxLength)
-		c.optionalString(joinPath(p, "note"), tx.Note, defaultMaxLength)
-		c.optionalString(joinPath(p, "reference"), tx.Reference, defaultMaxLength)
-		c.optionalString(joinPath(p, "product_code"), tx.ProductCode, defaultMaxLength)
+		choice(c, p.field("type"), tx.Type, TransactionTypes)
+		c.optionalString(p.field("display_note"), tx.DisplayNote, defaultMaxLength)
+		c.optionalString(p.field("note"), tx.Note, defaultMaxLength)
+		c.optionalString(p.field("reference"), tx.Reference, defaultMaxLength)
+		c.optionalString(p.field("product_code"), tx.ProductCode, defaultMaxLength)
 		if tx.Reason != nil {
-			choice(c, joinPath(p, "reason"), *tx.Reason, TransactionReasons)
+			choice(c, p.field("reason"), *tx.Reason, TransactionReasons)
 		}
 		if tx.PaymentType != nil {
-			choice(c, joinPath(p, "payment_type"), *tx.PaymentType, PaymentTypes)
+			choice(c, p.field("payment_type"), *tx.PaymentType, PaymentTypes)
 		}
-		for k := range tx.LineItems {
-			validateLineItem(c, &tx.LineItems[k], indexPath(joinPath(p, "line_items"), k))
+		if len(tx.LineItems) > 0 {
+			lineItems := p.field("line_items").String()
+			for k := range tx.LineItems {
+				if c.full() {
+					return
+				}
+				validateLineItem(c, &tx.LineItems[k], itemOf(lineItems, k))
+			}
 		}
-		for k := range tx.TaxItems {
-			validateTaxItem(c, &tx.TaxItems[k], indexPath(joinPath(p, "tax_items"), k))
+		if len(tx.TaxItems) > 0 {
+			taxItems := p.field("tax_items").String()
+			for k := range tx.TaxItems {
+				validateTaxItem(c, &tx.TaxItems[k], itemOf(taxItems, k))
+			}
 		}
 		validateTransactionType(c, tx, p)
 	}
-	return c.errs
 }
 
 // validateTransactionType applies the per-type requirements of CONTRACT §7.
-func validateTransactionType(c *collector, tx *Transaction, p string) {
+func validateTransactionType(c *collector, tx *Transaction, p item) {
 	requiredFor := func(field string, isNil bool) {
 		if isNil {
-			c.add(joinPath(p, field), CodeRequired, fmt.Sprintf("This field is required for %s transactions.", tx.Type))
+			c.addAt(p.field(field), CodeRequired, fmt.Sprintf("This field is required for %s transactions.", tx.Type))
 		}
 	}
 	switch tx.Type {
@@ -181,7 +207,7 @@ func validateTransactionType(c *collector, tx *Transaction, p string) {
 			requiredFor("product_code", true)
 		}
 		if len(tx.LineItems) == 0 {
-			c.add(joinPath(p, "line_items"), CodeRequired, "A SUPPLY_CHARGE needs at least one line item.")
+			c.addAt(p.field("line_items"), CodeRequired, "A SUPPLY_CHARGE needs at least one line item.")
 			return
 		}
 		// amount = Σ line net_amount + Σ tax amount, exactly.
@@ -193,39 +219,39 @@ func validateTransactionType(c *collector, tx *Transaction, p string) {
 			sum = sum.Add(ti.Amount.Decimal)
 		}
 		if tx.Amount.IsPositive() && !tx.Amount.Equal(sum) {
-			c.add(joinPath(p, "amount"), CodeSupplyChargeAmountMismatch, fmt.Sprintf(
+			c.addAt(p.field("amount"), CodeSupplyChargeAmountMismatch, fmt.Sprintf(
 				"amount %s must equal the line items' net_amount plus the tax items' amount (%s).",
 				tx.Amount.StringFixed(2), sum.StringFixed(2)))
 		}
 	}
 }
 
-func validateLineItem(c *collector, li *LineItem, p string) {
+func validateLineItem(c *collector, li *LineItem, p item) {
 	if li.RateBand != nil {
-		choice(c, joinPath(p, "rate_band"), *li.RateBand, RateBands)
+		choice(c, p.field("rate_band"), *li.RateBand, RateBands)
 	}
 	if !li.StartDate.IsZero() && !li.EndDate.IsZero() && li.EndDate.Before(li.StartDate) {
-		c.add(joinPath(p, "end_date"), CodeStartDateLaterThanEndDate, "end_date may not be before start_date.")
+		c.addAt(p.field("end_date"), CodeStartDateLaterThanEndDate, "end_date may not be before start_date.")
 	}
-	c.money(joinPath(p, "net_amount"), li.NetAmount)
+	c.money(p.field("net_amount"), li.NetAmount)
 	if li.PricePerUnit == nil {
 		return
 	}
 	if li.NumberOfUnits == nil {
-		c.add(joinPath(p, "number_of_units"), CodeRequired, "number_of_units is required when price_per_unit is given.")
+		c.addAt(p.field("number_of_units"), CodeRequired, "number_of_units is required when price_per_unit is given.")
 		return
 	}
 	// Rounded half away from zero to 2 places, the usual billing rounding.
 	want := li.NumberOfUnits.Mul(*li.PricePerUnit).Round(moneyDecimalPlaces)
 	if !li.NetAmount.Equal(want) {
-		c.add(joinPath(p, "net_amount"), CodeLineItemNetAmountMismatch, fmt.Sprintf(
+		c.addAt(p.field("net_amount"), CodeLineItemNetAmountMismatch, fmt.Sprintf(
 			"net_amount must equal number_of_units × price_per_unit rounded to 2 places (%s).", want.StringFixed(2)))
 	}
 }
 
-func validateTaxItem(c *collector, ti *TaxItem, p string) {
-	c.money(joinPath(p, "amount"), ti.Amount)
-	choice(c, joinPath(p, "tax_type"), ti.TaxType, TaxTypes)
-	c.money(joinPath(p, "value_taxed"), ti.ValueTaxed)
-	choice(c, joinPath(p, "unit_type"), ti.UnitType, UnitTypes)
+func validateTaxItem(c *collector, ti *TaxItem, p item) {
+	c.money(p.field("amount"), ti.Amount)
+	choice(c, p.field("tax_type"), ti.TaxType, TaxTypes)
+	c.money(p.field("value_taxed"), ti.ValueTaxed)
+	choice(c, p.field("unit_type"), ti.UnitType, UnitTypes)
 }

@@ -181,7 +181,7 @@ func TestSupplyChargeExactArithmetic(t *testing.T) {
 	// Rounding half away from zero: 0.125 -> 0.13.
 	li := LineItem{NumberOfUnits: ptrDec(t, "0.5"), PricePerUnit: ptrDec(t, "0.25"), NetAmount: mustMoney(t, "0.13")}
 	c := &collector{}
-	validateLineItem(c, &li, "li")
+	validateLineItem(c, &li, objectAt("li"))
 	wantErrs(t, c.errs)
 }
 

@@ -13,8 +13,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
-const createPath = "/v1/data-import/account-import-process/process/"
-
 // Idempotency keys (CONTRACT §12) through the real router, Postgres and Redis.
 
 // assertReplay checks that again is first replayed: same status, body bytes

@@ -88,6 +88,13 @@ type Deps struct {
 	Idempotency IdempotencyStore // nil: Idempotency-Key is ignored
 }
 
+// maxGraphQLBodyBytes bounds a GraphQL request. The query itself is
+// capped at 8 KiB by the schema; the variables are free-form JSON that
+// encoding/json turns into maps, which would make a MAX_BODY_BYTES body of
+// empty objects cost hundreds of megabytes. obtainToken needs well under
+// 1 KiB.
+const maxGraphQLBodyBytes = 64 << 10
+
 // Server is the API's HTTP handler.
 type Server struct {
 	cfg     Config
@@ -128,7 +135,7 @@ func New(cfg Config, deps Deps) *Server {
 	s.publicRoutes(e)
 
 	body := bodyRules(cfg.MaxBodyBytes)
-	e.POST("/v1/graphql/", body, s.graphql)
+	e.POST("/v1/graphql/", bodyRules(min(cfg.MaxBodyBytes, maxGraphQLBodyBytes)), s.graphql)
 
 	v1 := e.Group("/v1/data-import", body, s.authenticate())
 	v2 := e.Group("/v2/data-import", body, s.authenticate())

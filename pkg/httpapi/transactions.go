@@ -28,7 +28,7 @@ func (s *Server) createTransactions(c *gin.Context) {
 	// Flag errors are reported with the body's, all at once.
 	req, err := dataimport.Decode(requestBody(c), dataimport.CodeInvalidPayload, "The request body is invalid.",
 		func(r *dataimport.TransactionsRequest) []dataimport.FieldError {
-			return append(flagErrs, r.Validate()...)
+			return dataimport.JoinFieldErrors(flagErrs, r.Validate())
 		})
 	if err != nil {
 		abortWithError(c, err)

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,13 +214,16 @@ func TestTransactions(t *testing.T) {
 		if r.Status != http.StatusCreated || p.balance("EXT-T") != before {
 			t.Fatalf("%d %s; balance %s, want %s", r.Status, r.Body, p.balance("EXT-T"), before)
 		}
-		// Many amounts: 1,000 × 0.01 + 1,000 × 0.07 = 80.00 exactly.
+		// Many amounts: 1,000 × 0.01 + 1,000 × 0.07 = 80.00 exactly, in
+		// requests of 500 (the most one request may carry).
 		items := make([]string, 0, 2000)
 		for i := range 1000 {
 			items = append(items, charge(fmt.Sprintf("M-%d", i), "2025-06-11", "0.01"), charge(fmt.Sprintf("N-%d", i), "2025-06-11", `"0.07"`))
 		}
-		if r := p.post(transactionsPath, body("EXT-T", "transactions", items...)); r.Status != http.StatusCreated {
-			t.Fatalf("%d %.300s", r.Status, r.Body)
+		for chunk := range slices.Chunk(items, 500) {
+			if r := p.post(transactionsPath, body("EXT-T", "transactions", chunk...)); r.Status != http.StatusCreated {
+				t.Fatalf("%d %.300s", r.Status, r.Body)
+			}
 		}
 		if b := p.balance("EXT-T"); b != "112.21" {
 			t.Fatalf("balance %s after 2,000 small charges, want 112.21", b)
