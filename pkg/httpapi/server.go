@@ -121,7 +121,7 @@ func New(cfg Config, deps Deps) *Server {
 	body := bodyRules(cfg.MaxBodyBytes)
 	e.POST("/v1/graphql/", bodyRules(min(cfg.MaxBodyBytes, maxGraphQLBodyBytes)), s.graphql)
 
-	v1 := e.Group("/v1/data-import", body, s.authenticate())
+	v1 := e.Group("/v1/data-import", body, s.authenticate(), checkURLValues())
 	s.routes(v1)
 	s.engine = e
 	return s
