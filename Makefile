@@ -46,7 +46,7 @@ bench: build
 	@deploy/local/bench.sh
 
 # package:target[:count] of every fuzz target; each runs its count, else FUZZTIME, in make test.
-FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP)
+FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP)
 
 ## fuzz: run each fuzz target for its count (make fuzz FUZZTIME=2000000x FUZZTIME_HTTP=50000x)
 fuzz fuzz-ci:

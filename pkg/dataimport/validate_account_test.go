@@ -111,6 +111,8 @@ func TestValidateAccountRules(t *testing.T) {
 			setTo("billing_name", long(256)), setTo("customers.0.salutation", long(256)), setTo("metadata.0.value", long(256))),
 			[]string{"max_length@external_account_number", "max_length@billing_postcode", "max_length@billing_name",
 				"max_length@customers.0.salutation", "max_length@metadata.0.value"}},
+		{"control character in the external number", setTo("external_account_number", "EXT-\u001b1"),
+			[]string{"invalid@external_account_number"}},
 		{"at the limits", all(setTo("external_account_number", long(128)), setTo("billing_postcode", long(16)),
 			setTo("billing_name", strings.Repeat("é", 255))), nil},
 

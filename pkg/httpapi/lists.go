@@ -103,7 +103,8 @@ func pageParams(c *gin.Context) (size int, after string, errs []dataimport.Field
 	}
 	if v, ok := c.GetQuery("cursor"); ok {
 		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || size == 0 {
+		// A cursor is an external account number: text Postgres can hold.
+		if err != nil || size == 0 || !cleanText(string(b), maxPathSegment) {
 			errs = append(errs, dataimport.FieldError{Attr: "cursor", Code: dataimport.CodeInvalid,
 				Detail: "cursor must be the value from a Link header, sent with page_size."})
 		}

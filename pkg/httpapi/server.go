@@ -137,8 +137,9 @@ func New(cfg Config, deps Deps) *Server {
 	body := bodyRules(cfg.MaxBodyBytes)
 	e.POST("/v1/graphql/", bodyRules(min(cfg.MaxBodyBytes, maxGraphQLBodyBytes)), s.graphql)
 
-	v1 := e.Group("/v1/data-import", body, s.authenticate())
-	v2 := e.Group("/v2/data-import", body, s.authenticate())
+	// Every path segment and query value is checked before any handler.
+	v1 := e.Group("/v1/data-import", body, s.authenticate(), checkURLValues())
+	v2 := e.Group("/v2/data-import", body, s.authenticate(), checkURLValues())
 	if deps.Idempotency != nil {
 		// Every POST of both groups, present and future, honours Idempotency-Key.
 		v1.Use(s.idempotency())
