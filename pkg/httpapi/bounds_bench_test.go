@@ -70,8 +70,11 @@ const (
 )
 
 // graphqlWorstBodies are hostile obtainToken requests: the variables are
-// free-form JSON, the query is GraphQL.
+// free-form JSON, the query is GraphQL. They fill the GraphQL body limit
+// (64 KiB), except one a byte over it.
 func graphqlWorstBodies(limit int) []dataimporttest.Body {
+	over := min(limit, 64<<10+1)
+	limit = min(limit, 64<<10)
 	fill := func(head, item, tail string) func() []byte {
 		return func() []byte {
 			n := (limit - len(head) - len(tail)) / (len(item) + 1)
@@ -87,6 +90,7 @@ func graphqlWorstBodies(limit int) []dataimporttest.Body {
 		{Name: "unknown-keys", Make: fill(`{"query":"query { __typename }",`, `"k":0`, "}")},
 		{Name: "query-many-aliases", Make: func() []byte { return []byte(fmt.Sprintf(`{"query":"mutation { %s }"}`, aliases)) }},
 		{Name: "query-too-long", Make: fill(`{"query":"query { `, "__typename", ` }"}`)},
+		{Name: "over-the-limit", Make: func() []byte { return []byte(`{"query":"` + strings.Repeat(" ", over-len(`{"query":""}`)) + `"}`) }},
 	}
 }
 

@@ -13,9 +13,8 @@ import (
 
 // requestAllocBound bounds the heap one request may allocate (the API and
 // this test's client together) for a body of MAX_BODY_BYTES. The worst
-// measured by BenchmarkWorstBodies is about 53 MB (staging a 5 MiB valid
-// account); before array maxima {"customers":[{},{},…]} alone allocated
-// 2.8 GB on validate.
+// measured by BenchmarkWorstBodies is 52 MB (1,000 notes, stored); before
+// array maxima {"customers":[{},{},…]} alone allocated 3.0 GB on validate.
 const requestAllocBound = 128 << 20
 
 // Issue 15's reproduction and its siblings, through the router: every POST
