@@ -8,13 +8,15 @@ PKGS  := ./...
 FUZZTIME ?= 40000x
 # Count of the HTTP fuzz target (a real request per input, so its own count).
 FUZZTIME_HTTP ?= 2000x
+# Count of the CSV mapping fuzz target (a YAML mapping and three files per input).
+FUZZTIME_CONVERT ?= 10000x
 # make soak: each fault/overload test SOAK_COUNT times, then fuzzing this long.
 SOAK_COUNT ?= 5
 SOAK_FUZZTIME ?= 500000x
 SOAK_FUZZTIME_HTTP ?= 50000x
 SOAK_TESTS := TestPostgresRestartMidBatch|TestRedisRestartMidBatch|TestRedisFlushallMidBatch|TestWorkerSIGKILLMidBatch|TestAPIKilledWithCreatesWaiting|TestConcurrencyLimit
 
-.PHONY: build run test test-go soak bench fuzz fuzz-ci lint fmt services-up services-down clean
+.PHONY: build run test test-go soak bench bench-console fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -38,15 +40,30 @@ soak:
 	  $(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME) FUZZTIME_HTTP=$(SOAK_FUZZTIME_HTTP); \
 	  deploy/local/summary.sh "$$DATAIMPORT_TEST_SUMMARY"
 
-test-go: lint
+test-go: lint lint-openapi
 	$(GO) test -count=1 -timeout 12m $(PKGS)
+
+## lint-openapi: Redocly's recommended rules on the served OpenAPI document (redocly.yaml)
+lint-openapi:
+	@bin="$$(deploy/local/node-tools.sh)"; REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true "$$bin/redocly" lint pkg/httpapi/openapi/openapi.json --format=stylish 2>&1 | grep -v '[║╔╚]' | sed '/^\s*$$/d'; exit $${PIPESTATUS[0]}
+
+## sdk: regenerate the Go and TypeScript SDKs from the OpenAPI document (sdk/)
+sdk:
+	@deploy/local/sdk.sh
 
 ## bench: load generator against a fresh stack, pgbench ceiling, report in results/
 bench: build
 	@deploy/local/bench.sh
 
+## bench-console: the console's overview rendered with CONSOLE_BENCH_PROCESSES (default 1,000,000) import processes (goal < 300 ms)
+CONSOLE_BENCH_PROCESSES ?= 1000000
+bench-console:
+	@set -euo pipefail; eval "$$(deploy/local/services.sh up)"; \
+	  export TEST_DATABASE_URL="$$DATABASE_URL" CONSOLE_BENCH_PROCESSES=$(CONSOLE_BENCH_PROCESSES); \
+	  $(GO) test -run '^$$' -bench '^BenchmarkOverview$$' -benchtime 20x -timeout 20m -v ./pkg/console/
+
 # package:target[:count] of every fuzz target; each runs its count, else FUZZTIME, in make test.
-FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP)
+FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP) ./pkg/csvconvert:FuzzConvert:$(FUZZTIME_CONVERT)
 
 ## fuzz: run each fuzz target for its count (make fuzz FUZZTIME=2000000x FUZZTIME_HTTP=50000x)
 fuzz fuzz-ci:

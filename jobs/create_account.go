@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/market"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
@@ -21,6 +22,7 @@ type AccountStore interface {
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
 	ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error)
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+	CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier, a *dataimport.Account) error
 }
 
 // Slots is the cluster-wide concurrency semaphore.
@@ -109,11 +111,14 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 			return outcome, supplier, err
 		}
 	}
-	// The staged payload is validated again: rules or the supplier's phone
-	// region may have changed since it was staged.
-	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now)})
+	// The staged payload is validated again: rules, the supplier's phone
+	// region, market or catalogue may have changed since it was staged.
+	acc, err := h.revalidate(ctx, lp, now)
 	if err != nil {
 		e, ok := dataimport.AsError(err)
+		if !ok && !errors.Is(err, errUnknownMarket) {
+			return "", supplier, err // the catalogue could not be read: retry
+		}
 		if ok {
 			v := *e
 			v.Domain = dataimport.DomainValidation
@@ -279,4 +284,24 @@ func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func
 // String is for logs.
 func (h *CreateAccountHandler) String() string {
 	return fmt.Sprintf("%s handler", queue.TypeCreateAccount)
+}
+
+// errUnknownMarket: the supplier names a market this build does not know.
+var errUnknownMarket = errors.New("unknown market")
+
+// revalidate runs the same rules as validate and stage: pure validation
+// with the supplier's phone region and market, then the catalogue check.
+func (h *CreateAccountHandler) revalidate(ctx context.Context, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
+	m, err := market.For(lp.Supplier.Market)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnknownMarket, err)
+	}
+	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now), Market: m})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Store.CheckAccountCatalogue(ctx, lp.Supplier, acc); err != nil {
+		return nil, err
+	}
+	return acc, nil
 }

@@ -24,9 +24,20 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: api.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	srv.RegisterOnShutdown(api.Drain) // feed long-polls answer at once instead of holding the drain
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("api listening", "addr", cfg.HTTPAddr)
+	var consoleSrv *http.Server
+	if api.Console != nil {
+		// The operator console has its own listener, never the partner port.
+		consoleSrv = &http.Server{Addr: cfg.ConsoleAddr, Handler: api.Console, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		go func() {
+			if err := consoleSrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("console %s: %w", cfg.ConsoleAddr, err)
+			}
+		}()
+		log.Info("console listening", "addr", cfg.ConsoleAddr)
+	}
 
 	select {
 	case err := <-errc:
@@ -37,6 +48,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("api draining")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	if consoleSrv != nil {
+		_ = consoleSrv.Shutdown(sctx)
+	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

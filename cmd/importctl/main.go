@@ -30,6 +30,7 @@ func main() {
 // opened database.
 type app struct {
 	asJSON bool
+	actor  string
 	out    io.Writer
 	db     *postgres.DB
 }
@@ -41,6 +42,16 @@ func newRoot() *cobra.Command {
 		Short:         "Operate the data-import service",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every change a command makes is audited in its own transaction
+		// under this actor (postgres.WithActor, audit.go).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			actor, err := commandActor(a.actor)
+			if err != nil {
+				return err
+			}
+			cmd.SetContext(postgres.WithActor(cmd.Context(), actor))
+			return nil
+		},
 		PersistentPostRun: func(*cobra.Command, []string) {
 			if a.db != nil {
 				_ = a.db.Close()
@@ -48,7 +59,9 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVar(&a.asJSON, "json", false, "machine-readable JSON output")
-	root.AddCommand(a.migrateCmd(), a.supplierCmd(), a.teamCmd(), a.orgCmd(), a.apikeyCmd(), a.limitCmd(), a.accountCmd(), a.statementCmd(), a.emailCmd())
+	root.PersistentFlags().StringVar(&a.actor, "actor", "", "who is acting, for the audit log (default importctl:<OS user>)")
+	root.AddCommand(a.migrateCmd(), a.supplierCmd(), a.teamCmd(), a.orgCmd(), a.apikeyCmd(), a.limitCmd(), a.accountCmd(), a.statementCmd(), a.emailCmd(),
+		a.operatorCmd(), a.auditCmd(), a.webhookCmd(), a.productsCmd())
 	return root
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/market"
+	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
 type supplierJSON struct {
@@ -16,18 +18,21 @@ type supplierJSON struct {
 	DocumentRoot string `json:"document_root"`
 	WelcomeEmail bool   `json:"welcome_email"`
 	PhoneRegion  string `json:"phone_region"`
+	// Issue 18 settings.
+	RequireProducts bool   `json:"require_products"`
+	Market          string `json:"market"`
 }
 
 func toSupplierJSON(s dataimport.Supplier) supplierJSON {
 	return supplierJSON{Code: s.Code, Status: string(s.Status), DocumentRoot: s.DocumentRoot,
-		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion}
+		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion, RequireProducts: s.RequireProducts, Market: s.Market}
 }
 
 func (a *app) supplierCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "supplier", Short: "Manage import suppliers"}
 
-	var root, region string
-	var welcome bool
+	var root, region, mkt string
+	var welcome, requireProducts bool
 	create := &cobra.Command{
 		Use:   "create CODE",
 		Short: "Create a supplier (status Ongoing)",
@@ -41,12 +46,16 @@ func (a *app) supplierCmd() *cobra.Command {
 			if !dataimport.ValidPhoneRegion(region) {
 				return fmt.Errorf("--phone-region %q: use a two-letter region such as GB", region)
 			}
+			mkt = strings.ToUpper(mkt)
+			if _, err := market.For(mkt); err != nil {
+				return fmt.Errorf("--market: %w", err)
+			}
 			db, err := a.open(cmd)
 			if err != nil {
 				return err
 			}
 			s, err := db.CreateSupplier(cmd.Context(), dataimport.Supplier{Code: code, DocumentRoot: strings.Trim(root, "/"),
-				WelcomeEmail: welcome, PhoneRegion: region, Status: dataimport.SupplierOngoing})
+				WelcomeEmail: welcome, PhoneRegion: region, Status: dataimport.SupplierOngoing, RequireProducts: requireProducts, Market: mkt})
 			if err != nil {
 				return err
 			}
@@ -56,6 +65,43 @@ func (a *app) supplierCmd() *cobra.Command {
 	create.Flags().StringVar(&root, "root", "", "document root of the supplier in the object store")
 	create.Flags().BoolVar(&welcome, "welcome-email", false, "send each migrated customer a welcome e-mail")
 	create.Flags().StringVar(&region, "phone-region", "GB", "region for parsing phone numbers")
+	create.Flags().BoolVar(&requireProducts, "require-products", false, "agreements and SUPPLY_CHARGE transactions must name catalogue products")
+	create.Flags().StringVar(&mkt, "market", market.None, "market rule set: "+strings.Join(market.Names(), ", "))
+
+	var updRequire bool
+	var updMarket string
+	update := &cobra.Command{
+		Use:   "update CODE [--require-products=true|false] [--market GB|NONE]",
+		Short: "Change a supplier's settings; every API replica sees them at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var set postgres.SupplierSettings
+			if cmd.Flags().Changed("require-products") {
+				set.RequireProducts = &updRequire
+			}
+			if cmd.Flags().Changed("market") {
+				m := strings.ToUpper(updMarket)
+				if _, err := market.For(m); err != nil {
+					return fmt.Errorf("--market: %w", err)
+				}
+				set.Market = &m
+			}
+			if set.RequireProducts == nil && set.Market == nil {
+				return fmt.Errorf("nothing to change: give --require-products or --market")
+			}
+			db, err := a.open(cmd)
+			if err != nil {
+				return err
+			}
+			s, err := db.UpdateSupplierSettings(cmd.Context(), args[0], set)
+			if err != nil {
+				return err
+			}
+			return a.print(toSupplierJSON(s), fmt.Sprintf("supplier %s: require-products %t, market %s", s.Code, s.RequireProducts, s.Market))
+		},
+	}
+	update.Flags().BoolVar(&updRequire, "require-products", false, "agreements and SUPPLY_CHARGE transactions must name catalogue products")
+	update.Flags().StringVar(&updMarket, "market", market.None, "market rule set: "+strings.Join(market.Names(), ", "))
 
 	setStatus := &cobra.Command{
 		Use:   "set-status CODE Ongoing|Paused|Complete",
@@ -99,13 +145,13 @@ func (a *app) supplierCmd() *cobra.Command {
 				return a.print(out, "")
 			}
 			tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CODE\tSTATUS\tROOT\tWELCOME EMAIL\tPHONE REGION")
+			fmt.Fprintln(tw, "CODE\tSTATUS\tROOT\tWELCOME EMAIL\tPHONE REGION\tMARKET\tREQUIRE PRODUCTS")
 			for _, s := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", s.Code, s.Status, s.DocumentRoot, s.WelcomeEmail, s.PhoneRegion)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%t\n", s.Code, s.Status, s.DocumentRoot, s.WelcomeEmail, s.PhoneRegion, s.Market, s.RequireProducts)
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.AddCommand(create, setStatus, list)
+	cmd.AddCommand(create, update, setStatus, list)
 	return cmd
 }

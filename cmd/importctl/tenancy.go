@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gridshift/dataimport/pkg/auth"
+	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
@@ -63,12 +65,17 @@ func (a *app) orgCmd() *cobra.Command {
 func (a *app) apikeyCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "apikey", Short: "Issue and revoke API keys"}
 	var org string
-	var suppliers []string
+	var suppliers, scopes []string
 	create := &cobra.Command{
-		Use:   "create --org NAME --supplier CODE [--supplier CODE ...]",
+		Use:   "create --org NAME --supplier CODE [--supplier CODE ...] [--scope products]",
 		Short: "Grant suppliers to an organisation and issue a key (printed once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range scopes {
+				if !slices.Contains(dataimport.Scopes, s) {
+					return fmt.Errorf("--scope %q: use one of %v", s, dataimport.Scopes)
+				}
+			}
 			db, err := a.open(cmd)
 			if err != nil {
 				return err
@@ -77,15 +84,16 @@ func (a *app) apikeyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := db.CreateAPIKey(cmd.Context(), postgres.NewAPIKey{Organisation: org, Suppliers: suppliers, Prefix: k.Prefix, Hash: k.Hash}); err != nil {
+			if err := db.CreateAPIKey(cmd.Context(), postgres.NewAPIKey{Organisation: org, Suppliers: suppliers, Prefix: k.Prefix, Hash: k.Hash, Scopes: scopes}); err != nil {
 				return err
 			}
-			return a.print(map[string]any{"api_key": k.Plain, "prefix": k.Prefix, "organisation": org, "suppliers": suppliers},
+			return a.print(map[string]any{"api_key": k.Plain, "prefix": k.Prefix, "organisation": org, "suppliers": suppliers, "scopes": scopes},
 				fmt.Sprintf("%s\n(shown once; store it safely. Revoke with: importctl apikey revoke %s)", k.Plain, k.Prefix))
 		},
 	}
 	create.Flags().StringVar(&org, "org", "", "organisation name")
 	create.Flags().StringArrayVar(&suppliers, "supplier", nil, "supplier code the organisation may act for (repeatable)")
+	create.Flags().StringSliceVar(&scopes, "scope", nil, "extra permission of the key: products (write the product catalogue); repeatable or comma-separated")
 	_ = create.MarkFlagRequired("org")
 	_ = create.MarkFlagRequired("supplier")
 

@@ -3,12 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/gridshift/dataimport/pkg/market/gb"
 )
 
-// realisticAccount is the load-test account: 2 customers, 1 supply address,
-// 2 meter points with agreements, 2 notes and 5 opening transactions, about
-// 3 KB of JSON, valid for a GB supplier.
+// realisticAccount is the load-test account: 2 customers (one with a PSR
+// entry), 1 supply address, 2 meter points with agreements and a meter each
+// (2 registers and 2 transfer readings on electricity, 1 and 1 on gas), 2
+// notes and 5 opening transactions, about 4 KB of JSON, valid for a GB
+// supplier (market GB: the MPAN carries its check digit).
 func realisticAccount(supplier, external string, i int) map[string]any {
 	today := time.Now().UTC()
 	from := today.AddDate(0, 0, -today.Day()+1) // first of this month
@@ -30,17 +35,29 @@ func realisticAccount(supplier, external string, i int) map[string]any {
 				"opted_into_recommended": false, "opted_into_third_parties": false, "is_user_psr_consent_obtained": true},
 		}
 	}
-	meter := func(mpxn, fuel string) map[string]any {
-		return map[string]any{"mpxn": mpxn, "fuel": fuel, "supply_start_date": "2023-01-01",
+	meter := func(mpxn, fuel string, registers ...string) map[string]any {
+		var regs, reads []map[string]any
+		for _, r := range registers {
+			regs = append(regs, map[string]any{"register_id": r, "number_of_digits": 5, "rate_type": "STANDARD"})
+			reads = append(reads, map[string]any{"register_id": r, "reading_date": "2023-01-01", "reading_value": i % 100000, "reading_type": "CUSTOMER"})
+		}
+		mp := map[string]any{"mpxn": mpxn, "fuel": fuel, "supply_start_date": "2023-01-01",
 			"agreements": []map[string]any{
 				{"product_code": "FIX-12M-23", "valid_from": "2023-01-01", "valid_to": "2023-12-31"},
 				{"product_code": "VAR-24", "valid_from": "2024-01-01"},
-			}}
+			},
+			"meters": []map[string]any{{"serial_number": "M" + mpxn, "registers": regs, "transfer_readings": reads}}}
+		if fuel == "ELECTRICITY" {
+			mp["profile_class"], mp["ssc"], mp["estimated_annual_consumption"] = 1, "0393", "3100"
+		}
+		return mp
 	}
+	first := customer("Alex", fmt.Sprintf("alex.%d@example.co.uk", i), i)
+	first["psr"] = []map[string]any{{"code": "09", "effective_from": "2023-01-01"}}
 	return map[string]any{
 		"import_supplier": supplier, "external_account_number": external, "account_type": "DOMESTIC",
 		"customers": []map[string]any{
-			customer("Alex", fmt.Sprintf("alex.%d@example.co.uk", i), i),
+			first,
 			customer("Sam", fmt.Sprintf("sam.%d@example.co.uk", i), i+1),
 		},
 		"billing_name": "Alex Loadtest", "billing_address1": fmt.Sprintf("%d Meter Street", i%900+1), "billing_address2": "Westminster",
@@ -49,7 +66,7 @@ func realisticAccount(supplier, external string, i int) map[string]any {
 		"supply_addresses": []map[string]any{{
 			"supply_address1": fmt.Sprintf("%d Meter Street", i%900+1), "supply_address2": "Westminster", "supply_address3": "London",
 			"supply_postcode": "SW1A 2AA", "customer_at_supply_address_from_date": "2022-11-01",
-			"meter_points": []map[string]any{meter(fmt.Sprintf("1%012d", i), "ELECTRICITY"), meter(fmt.Sprintf("9%09d", i), "GAS")},
+			"meter_points": []map[string]any{meter(mpanCore(fmt.Sprintf("1%011d", i%100000000000)), "ELECTRICITY", "1", "2"), meter(fmt.Sprintf("9%09d", i%1000000000), "GAS", "1")},
 		}},
 		"last_statement_closing_date": day(from.AddDate(0, 0, -1)),
 		"transfer_balance":            "120.50",
@@ -76,3 +93,7 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// mpanCore appends the MPAN check digit, so load-test accounts pass market
+// GB too.
+func mpanCore(first12 string) string { return first12 + strconv.Itoa(gb.MPANCheckDigit(first12)) }

@@ -72,6 +72,15 @@ m AS (
   RETURNING id)
 INSERT INTO agreements (meter_point_id, product_code, valid_from, valid_to)
 SELECT m.id, x.code, x.f::date, x.t::date FROM m, (VALUES ('FIX-12M-23', '2023-01-01', '2023-12-31'), ('VAR-24', '2024-01-01', NULL)) x(code, f, t);
+WITH mt AS (
+  INSERT INTO meters (account_id, meter_point_id, serial_number)
+  SELECT :account_id, id, 'M' || mpxn FROM meter_points WHERE account_id = :account_id RETURNING id, serial_number)
+INSERT INTO meter_registers (meter_id, register_id, number_of_digits, rate_type)
+SELECT mt.id, g::text, 5, 'STANDARD' FROM mt, generate_series(1, CASE WHEN mt.serial_number LIKE 'M1%%' THEN 2 ELSE 1 END) g;
+INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_value, reading_type)
+SELECT r.meter_id, r.register_id, '2023-01-01', 12345, 'CUSTOMER' FROM meter_registers r JOIN meters m ON m.id = r.meter_id WHERE m.account_id = :account_id;
+INSERT INTO customer_psr (customer_id, code, effective_from)
+SELECT id, '09', '2023-01-01' FROM account_customers WHERE account_id = :account_id AND position = 0;
 INSERT INTO statements (account_id, period_from, period_to) VALUES (:account_id, current_date, current_date + 30) RETURNING id AS statement_id \gset
 INSERT INTO account_notes (account_id, body, document_paths, is_pinned, created_at)
 VALUES (:account_id, 'Migrated from the legacy billing system.', '[]', false, now()),

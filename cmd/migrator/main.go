@@ -1,6 +1,7 @@
 // Command migrator is the partner-side CLI of the data-import service: it
 // pushes accounts from an NDJSON file through validate → stage → create (and
-// optional post-import data), and reports import progress. It talks to the
+// optional post-import data), and reports import progress; convert turns CSV
+// exports into that NDJSON file, offline. It talks to the
 // service only through the public HTTP API (data-import-api.md).
 package main
 
@@ -86,6 +87,9 @@ func newRoot(c *cli) *cobra.Command {
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			c.log = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: lvl}))
+			if cmd.Annotations[offline] != "" {
+				return nil
+			}
 			if c.apiURL == "" {
 				c.apiURL = os.Getenv("DATAIMPORT_API_URL")
 			}
@@ -109,7 +113,7 @@ func newRoot(c *cli) *cobra.Command {
 	f.StringVar(&c.apiKey, "api-key", "", "organisation API key (env DATAIMPORT_API_KEY; prefer it: flags show in ps)")
 	f.StringVar(&c.logLevel, "log-level", "warn", "diagnostics on stderr: debug, info, warn or error")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
-	root.AddCommand(c.pushCmd(), c.statusCmd())
+	root.AddCommand(c.pushCmd(), c.statusCmd(), c.convertCmd())
 	return root
 }
 

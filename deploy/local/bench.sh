@@ -13,6 +13,8 @@ export WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-50}
 export HTTP_ADDR=${BENCH_HTTP_ADDR:-127.0.0.1:18080}
 export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18081}
 export LOG_LEVEL=warn
+# The webhook-lag phase's receiver listens on 127.0.0.1.
+export WEBHOOK_ALLOW_PRIVATE=true
 command -v pgbench >/dev/null || { echo "installing pgbench (postgresql-contrib)" >&2; apt-get update -qq && apt-get install -y -qq postgresql-contrib >/dev/null; }
 
 use_database dataimport_bench fresh
@@ -37,6 +39,10 @@ bin/loadgen --api "http://$HTTP_ADDR" --api-key "$KEY" --supplier BENCH_ENERGY -
   --parallel "$PARALLEL" --api-pid "$api_pid" --worker-pid "$worker_pid" --worker-concurrency "$WORKER_CONCURRENCY" \
   --database-url "$DATABASE_URL" --out results
 wait "${prof[@]}" 2>/dev/null || true
+# Webhook delivery lag, commit to receipt, at BENCH_WEBHOOK_RATE events/s
+# open-loop; appended to results/latest.md.
+bin/loadgen webhooks --database-url "$DATABASE_URL" --org "Bench Partner" --supplier BENCH_ENERGY \
+  --rate "${BENCH_WEBHOOK_RATE:-200}" --seconds "${BENCH_WEBHOOK_SECONDS:-20}" --out results
 for p in api worker; do
   [ -s results/$p.cpu.pprof ] && go tool pprof -top -nodecount=25 "bin/$p" results/$p.cpu.pprof > results/$p.cpu.top.txt 2>/dev/null || true
 done

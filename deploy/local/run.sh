@@ -10,6 +10,9 @@ cd "$ROOT"
 use_database dataimport
 export HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
 export WORKER_HTTP_ADDR=${WORKER_HTTP_ADDR:-127.0.0.1:8081}
+# The operator console, on its own port; plain http on this machine.
+export CONSOLE_ADDR=${CONSOLE_ADDR:-127.0.0.1:8082}
+export CONSOLE_COOKIE_SECURE=${CONSOLE_COOKIE_SECURE:-false}
 BASE="http://$HTTP_ADDR"
 
 trap 'echo; echo "stopping api and worker…"; stop_all; echo "stopped."' INT TERM EXIT
@@ -18,20 +21,28 @@ start api
 wait_ready "$BASE/readyz"
 
 # Demo data: idempotent, so `make run` can be run again on the same data.
-bin/importctl supplier create DEMO_ENERGY --root demo-energy >/dev/null 2>&1 || true
+bin/importctl supplier create DEMO_ENERGY --root demo-energy --market GB --require-products >/dev/null 2>&1 || true
+bin/importctl supplier update DEMO_ENERGY --market GB --require-products >/dev/null
+bin/importctl products load deploy/local/demo_products.json >/dev/null
 bin/importctl team create Migrations >/dev/null 2>&1 || true
 bin/importctl org create "Demo Partner" >/dev/null 2>&1 || true
 KEY=$(bin/importctl apikey create --org "Demo Partner" --supplier DEMO_ENERGY --json | sed -n 's/.*"api_key": "\([^"]*\)".*/\1/p')
+# A demo operator for the console: a new one-time password on every run.
+OPERATOR_PW=$( { bin/importctl operator create demo --json 2>/dev/null || bin/importctl operator reset-password demo --json; } \
+  | sed -n 's/.*"one_time_password": "\([^"]*\)".*/\1/p')
 
 cat <<TXT
 
   Data-import service is up.
     API      $BASE          (logs: $DATA_DIR/logs/api.log)
+    console  http://$CONSOLE_ADDR   operator "demo", one-time password: $OPERATOR_PW
+             (you choose your own at the first login)
     worker   http://$WORKER_HTTP_ADDR  (logs: $DATA_DIR/logs/worker.log)
     Postgres $DATABASE_URL
     Redis    $REDIS_URL
 
-  Demo supplier DEMO_ENERGY, team Migrations, organisation "Demo Partner".
+  Demo supplier DEMO_ENERGY (market GB, agreements must name catalogue products), team Migrations,
+  organisation "Demo Partner"; product catalogue from deploy/local/demo_products.json.
   API key (shown once): $KEY
 
   Walk-through (copy-paste):
@@ -49,6 +60,7 @@ cat <<TXT
       -d '{"external_account_number":"EXT-0001","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
     curl -s \$BASE/v1/data-import/account-transfer-status/DEMO_ENERGY/EXT-0001/ -H "Authorization: Token \$TOKEN"
     curl -s \$BASE/v1/data-import/imported-account-import-processes/DEMO_ENERGY/ -H "Authorization: Token \$TOKEN"
+    curl -s \$BASE/v1/data-import/products/ -H "Authorization: Token \$TOKEN"
 
   Operator commands: bin/importctl --help   (same DATABASE_URL as above)
   Ctrl-C stops everything this command started.

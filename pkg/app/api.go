@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/console"
 	"github.com/gridshift/dataimport/pkg/documents"
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/postgres"
@@ -23,11 +25,15 @@ import (
 
 // API is the assembled HTTP service and the connections it owns.
 type API struct {
-	Handler  http.Handler
+	Handler http.Handler
+	// Console is the operator console's handler, nil unless CONSOLE_ADDR is
+	// set; it is served on its own listener, never on the partner port.
+	Console  http.Handler
 	DB       *postgres.DB
 	Redis    goredis.UniversalClient
 	Registry *prometheus.Registry
 	queue    *queue.Client
+	inspect  *asynq.Inspector
 	stop     context.CancelFunc
 }
 
@@ -90,7 +96,29 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Documents:   docs,
 		Idempotency: db,
 	})
+	if cfg.ConsoleAddr != "" {
+		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// buildConsole assembles the operator console (CONSOLE_ADDR).
+func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb goredis.UniversalClient, log *slog.Logger) error {
+	key, err := a.DB.ConsoleCSRFKey(ctx)
+	if err != nil {
+		return err
+	}
+	a.inspect = asynq.NewInspector(c.redisOpt)
+	a.Console, err = console.New(console.Config{CookieSecure: cfg.ConsoleCookieSecure, SessionTTL: cfg.ConsoleSessionTTL, CSRFKey: key,
+		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL},
+		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
+			Logger: log.With("component", "console"),
+			// HOOK (merge): Webhooks and BulkJobs stay nil until those features land on main.
+		})
+	return err
 }
 
 // Drain ends the feed long-polls in flight (they answer with what they
@@ -101,7 +129,11 @@ func (a *API) Drain() { a.DB.StopFeedWaits() }
 // Close releases the connections.
 func (a *API) Close() error {
 	a.stop()
-	return errors.Join(a.queue.Close(), a.DB.Close(), a.Redis.Close())
+	var inspect error
+	if a.inspect != nil {
+		inspect = a.inspect.Close()
+	}
+	return errors.Join(a.queue.Close(), inspect, a.DB.Close(), a.Redis.Close())
 }
 
 // EventRelayEvery is how often a process numbers newly committed events (the

@@ -81,6 +81,14 @@ func TestOpenAPIContract(t *testing.T) {
 	post(paymentPath, map[string]any{"import_supplier": "DEMO_ENERGY", "external_account_number": ext,
 		"vendor": "STRIPE", "reference": "pm_card_visa", "type": "CARD"}, http.StatusCreated)
 
+	// The product catalogue: any key validates and reads; writing needs
+	// the products scope, which this key lacks.
+	products := sample("../../../deploy/local/demo_products.json")
+	post("/v1/data-import/validate-products/", products, http.StatusOK)
+	post("/v1/data-import/products/create-or-update/", products, http.StatusForbidden)
+	get("/v1/data-import/products/", http.StatusOK)
+	get("/v1/data-import/products/DEMO-VAR-24-02/", http.StatusNotFound)
+
 	// The asynchronous API: a v2 account scheduled an hour ahead, then
 	// cancelled; the created account's timeline (with its post-import events).
 	const ext2 = "EXT-C3"

@@ -32,6 +32,10 @@ type Worker struct {
 	Probes     http.Handler
 	server     *asynq.Server
 	mux        *asynq.ServeMux
+	hooks      *asynq.Server // the webhook queue's own server (WEBHOOK_CONCURRENCY)
+	hooksMux   *asynq.ServeMux
+	dispatcher *jobs.WebhookDispatcher
+	dispatched chan struct{} // closed when the dispatcher has stopped
 	queue      *queue.Client
 	inspector  *asynq.Inspector
 	reconciler *jobs.Reconciler
@@ -51,7 +55,8 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
-		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{})}
+		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}),
+		dispatched: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
@@ -90,6 +95,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 			}
 		}),
 	})
+	w.wireWebhooks(ctx, cfg, redisOpt, rdb)
 	w.Probes = httpapi.ProbeHandler(map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
 		map[string]http.Handler{"/metrics": promhttp.HandlerFor(w.Registry, promhttp.HandlerOpts{})})
 	return w, nil
@@ -144,9 +150,18 @@ func (w *Worker) Start() error {
 	if err := w.server.Start(w.mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
+	if err := w.hooks.Start(w.hooksMux); err != nil {
+		w.server.Shutdown()
+		return fmt.Errorf("start webhook asynq server: %w", err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop = stop
 	go w.DB.RunEventRelay(ctx, EventRelayEvery, w.log)
+	go w.DB.WatchFeed(ctx, w.log) // wakes the webhook dispatcher on new events
+	go func() {
+		defer close(w.dispatched)
+		w.dispatcher.Run(ctx)
+	}()
 	go func() {
 		defer close(w.done)
 		w.reconciler.Run(ctx)
@@ -170,7 +185,9 @@ func (w *Worker) Shutdown() {
 		w.stop()
 		<-w.done
 		<-w.swept
+		<-w.dispatched
 	}
+	w.hooks.Shutdown()
 	w.server.Shutdown()
 	_ = w.inspector.Close()
 	_ = w.queue.Close()

@@ -20,6 +20,17 @@ type Principal struct {
 	OrganisationID int64
 	KeyID          int64
 	KeyPrefix      string
+	Scopes         []string // the key's scopes (dataimport.Scopes)
+}
+
+// HasScope reports whether the caller's key carries scope.
+func (p Principal) HasScope(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // Service ties keys and tokens together.
@@ -96,7 +107,7 @@ func (s *Service) Authenticate(ctx context.Context, header string) (Principal, e
 	if err != nil {
 		return Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	return Principal{OrganisationID: k.OrganisationID, KeyID: k.ID, KeyPrefix: k.Prefix}, nil
+	return Principal{OrganisationID: k.OrganisationID, KeyID: k.ID, KeyPrefix: k.Prefix, Scopes: k.Scopes}, nil
 }
 
 type principalKey struct{}

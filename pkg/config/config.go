@@ -40,8 +40,22 @@ type Config struct {
 	StripeAPIURL      string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
 	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info"`
 	PprofAddr         string        `env:"PPROF_ADDR"` // empty: profiler off
-	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
-	TrustedProxies    []string      `env:"TRUSTED_PROXIES" envSeparator:","`
+	// Operator console (issue 20): its own listener, off when empty.
+	ConsoleAddr         string        `env:"CONSOLE_ADDR"`
+	ConsoleCookieSecure bool          `env:"CONSOLE_COOKIE_SECURE" envDefault:"true"` // false only for plain-http local use
+	ConsoleSessionTTL   time.Duration `env:"CONSOLE_SESSION_TTL" envDefault:"12h"`
+	// How long one computation of the overview serves every operator's view.
+	ConsoleOverviewCacheTTL time.Duration `env:"CONSOLE_OVERVIEW_CACHE" envDefault:"1s"`
+	ShutdownTimeout         time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	TrustedProxies          []string      `env:"TRUSTED_PROXIES" envSeparator:","`
+
+	// Webhooks (CONTRACT §9). WEBHOOK_ALLOW_PRIVATE permits loopback and
+	// private targets and plain http: local development and tests only.
+	WebhookAllowPrivate        bool          `env:"WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
+	WebhookConcurrency         int           `env:"WEBHOOK_CONCURRENCY" envDefault:"32"`         // delivery attempts per worker at once
+	WebhookEndpointConcurrency int           `env:"WEBHOOK_ENDPOINT_CONCURRENCY" envDefault:"8"` // attempts in flight per endpoint, cluster-wide
+	WebhookRetryBase           time.Duration `env:"WEBHOOK_RETRY_BASE" envDefault:"10s"`         // first retry delay; the ~24 h schedule scales with it
+	WebhookTimeout             time.Duration `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`            // one attempt, dial to the end of the body read
 
 	// Redis topology: REDIS_URL (one server, the default), or Sentinel, or
 	// Cluster; Load accepts exactly one. REDIS_PASSWORD is the data nodes'
@@ -77,11 +91,23 @@ func Load() (Config, error) {
 		// more only queue inside it (jobs beyond this wait for a connection).
 		c.DatabaseMaxConns = 4 * runtime.NumCPU()
 	}
+	if c.WebhookConcurrency <= 0 || c.WebhookEndpointConcurrency <= 0 {
+		return c, fmt.Errorf("config: WEBHOOK_CONCURRENCY and WEBHOOK_ENDPOINT_CONCURRENCY must be positive")
+	}
+	if c.WebhookRetryBase <= 0 || c.WebhookTimeout <= 0 {
+		return c, fmt.Errorf("config: WEBHOOK_RETRY_BASE and WEBHOOK_TIMEOUT must be positive, such as 10s")
+	}
 	if c.TokenTTL <= 0 {
 		return c, fmt.Errorf("config: TOKEN_TTL must be positive")
 	}
 	if c.IdempotencyTTL <= 0 {
 		return c, fmt.Errorf("config: IDEMPOTENCY_TTL must be positive, such as 24h")
+	}
+	if c.ConsoleAddr != "" && c.ConsoleAddr == c.HTTPAddr {
+		return c, fmt.Errorf("config: CONSOLE_ADDR must differ from HTTP_ADDR: the console never shares the partner-facing port")
+	}
+	if c.ConsoleSessionTTL <= 0 {
+		return c, fmt.Errorf("config: CONSOLE_SESSION_TTL must be positive, such as 12h")
 	}
 	c.RedisSentinelAddrs, c.RedisClusterAddrs = cleanList(c.RedisSentinelAddrs), cleanList(c.RedisClusterAddrs)
 	if err := c.checkRedisTopology(os.Getenv("REDIS_URL") != ""); err != nil {

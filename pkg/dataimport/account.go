@@ -117,6 +117,15 @@ type Customer struct {
 	Landline            *string              `json:"landline,omitempty"`
 	DateOfBirth         *Date                `json:"date_of_birth,omitempty"`
 	CustomerPreferences *CustomerPreferences `json:"customer_preferences,omitempty"`
+	PSR                 []PSREntry           `json:"psr,omitempty" dataimport:"max=20"`
+}
+
+// PSREntry is a priority services register need of a customer; the
+// supplier's market decides which codes exist.
+type PSREntry struct {
+	Code          string `json:"code" dataimport:"required"`
+	EffectiveFrom *Date  `json:"effective_from,omitempty"`
+	EffectiveTo   *Date  `json:"effective_to,omitempty"`
 }
 
 // CustomerPreferences: every flag defaults to false, so plain bools suffice
@@ -149,13 +158,20 @@ type MeterPoint struct {
 	SupplyStartDate Date        `json:"supply_start_date" dataimport:"required"`
 	SupplyEndDate   *Date       `json:"supply_end_date,omitempty"`
 	Agreements      []Agreement `json:"agreements,omitempty" dataimport:"max=20"`
+	// Meter data (meters.go), all optional.
+	ProfileClass               *int             `json:"profile_class,omitempty"`
+	SSC                        *string          `json:"ssc,omitempty"`
+	EstimatedAnnualConsumption *decimal.Decimal `json:"estimated_annual_consumption,omitempty"`
+	Meters                     []Meter          `json:"meters,omitempty" dataimport:"max=20"`
 }
 
-// Agreement: valid_to is inclusive; nil means open-ended.
+// Agreement: valid_to is inclusive; nil means open-ended. It names a
+// catalogue tariff (preferred) or a product; one of the two is required.
 type Agreement struct {
-	ProductCode string `json:"product_code" dataimport:"required"`
-	ValidFrom   Date   `json:"valid_from" dataimport:"required"`
-	ValidTo     *Date  `json:"valid_to,omitempty"`
+	TariffCode  *string `json:"tariff_code,omitempty"`
+	ProductCode *string `json:"product_code,omitempty"`
+	ValidFrom   Date    `json:"valid_from" dataimport:"required"`
+	ValidTo     *Date   `json:"valid_to,omitempty"`
 }
 
 type MetadataItem struct {

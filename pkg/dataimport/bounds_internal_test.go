@@ -17,6 +17,7 @@ var requestTypes = []reflect.Type{
 	reflect.TypeFor[TransactionsRequest](),
 	reflect.TypeFor[StatementsRequest](),
 	reflect.TypeFor[PaymentInstructionRequest](),
+	reflect.TypeFor[ProductsRequest](),
 }
 
 // Every array reachable from a request body declares its maximum, so no
@@ -172,13 +173,17 @@ func TestErrorCapEveryEntryPoint(t *testing.T) {
 		many[i] = FieldError{Attr: fmt.Sprintf("x.%d", i), Code: CodeInvalid, Detail: "x"}
 	}
 	cases := map[string][]FieldError{
-		"ValidateAccount":           ValidateAccount(&Account{Customers: make([]Customer, tooMany)}, testRules),
-		"ValidateAccount notes":     ValidateAccount(&Account{Notes: notes}, testRules),
-		"ValidateNote":              ValidateNote(&Note{DocumentPaths: badPaths}, "notes.0", now),
-		"ValidateTransactions":      ValidateTransactions(blankTx, "transactions"),
-		"NotesRequest.Validate":     (&NotesRequest{Notes: notes}).Validate(now),
-		"TransactionsRequest":       (&TransactionsRequest{Transactions: blankTx}).Validate(),
-		"StatementsRequest":         (&StatementsRequest{Statements: make([]HistoricalStatement, tooMany)}).Validate(Date{}),
+		"ValidateAccount":       ValidateAccount(&Account{Customers: make([]Customer, tooMany)}, testRules),
+		"ValidateAccount notes": ValidateAccount(&Account{Notes: notes}, testRules),
+		"ValidateNote":          ValidateNote(&Note{DocumentPaths: badPaths}, "notes.0", now),
+		"ValidateTransactions":  ValidateTransactions(blankTx, "transactions"),
+		"NotesRequest.Validate": (&NotesRequest{Notes: notes}).Validate(now),
+		"TransactionsRequest":   (&TransactionsRequest{Transactions: blankTx}).Validate(),
+		"StatementsRequest":     (&StatementsRequest{Statements: make([]HistoricalStatement, tooMany)}).Validate(Date{}),
+		"ProductsRequest":       (&ProductsRequest{Products: make([]Product, tooMany)}).Validate(),
+		"ValidateAccount meters": ValidateAccount(&Account{SupplyAddresses: []SupplyAddress{{MeterPoints: []MeterPoint{{
+			Meters: make([]Meter, tooMany)}}}}}, testRules),
+		"ValidateAccount PSR":       ValidateAccount(&Account{Customers: []Customer{{PSR: make([]PSREntry, tooMany)}}}, testRules),
 		"MergeFieldErrors":          MergeFieldErrors(many, many),
 		"MergeFieldErrors rules":    MergeFieldErrors(nil, many),
 		"MergeFieldErrors capped":   MergeFieldErrors(JoinFieldErrors(many), JoinFieldErrors(many)),
@@ -205,6 +210,7 @@ func TestErrorCapEveryEntryPoint(t *testing.T) {
 			_, err := Decode(b, CodeInvalidPayload, "x", func(r *StatementsRequest) []FieldError { return r.Validate(Date{}) })
 			return err
 		},
+		"DecodeProducts": func(b []byte) error { _, err := DecodeProducts(b); return err },
 		"Decode payment instruction": func(b []byte) error {
 			_, err := Decode(b, CodeInvalidPayload, "x", PaymentInstructionValidator(nil))
 			return err

@@ -47,6 +47,8 @@ func entryPoints() map[string]entryPoint {
 				_, err := dataimport.Decode(b, dataimport.CodeInvalidPayload, "x", func(r *dataimport.StatementsRequest) []dataimport.FieldError { return r.Validate(rules.Today) })
 				return err
 			}},
+		"products": {reflect.TypeFor[dataimport.ProductsRequest](), nil,
+			func(b []byte) error { _, err := dataimport.DecodeProducts(b); return err }},
 		"payment instruction": {reflect.TypeFor[dataimport.PaymentInstructionRequest](), nil,
 			func(b []byte) error {
 				_, err := dataimport.Decode(b, dataimport.CodeInvalidPayload, "x", dataimport.PaymentInstructionValidator([]string{"STRIPE"}))

@@ -63,6 +63,7 @@ var derivedCodes = map[string]bool{
 	CodeSupplyChargeAmountMismatch:         true,
 	CodeLineItemNetAmountMismatch:          true,
 	CodeGapsOrOverlapsInAgreementDates:     true,
+	CodeGapsOrOverlapsInRates:              true,
 	CodeStartDateLaterThanEndDate:          true,
 	CodeNoteUnpinAtEarlierThanCreationDate: true,
 	CodeBalanceOutOfRange:                  true,

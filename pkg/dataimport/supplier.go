@@ -32,7 +32,12 @@ type Supplier struct {
 	DocumentRoot string
 	WelcomeEmail bool
 	PhoneRegion  string
-	CreatedAt    time.Time
+	// RequireProducts: agreements and SUPPLY_CHARGE transactions must name
+	// catalogue products (CONTRACT §10).
+	RequireProducts bool
+	// Market names the market rule set (pkg/market); "NONE" is generic.
+	Market    string
+	CreatedAt time.Time
 }
 
 // AcceptsAccounts reports whether partners may stage, create or attach data.
@@ -80,7 +85,14 @@ type APIKey struct {
 	ID             int64
 	OrganisationID int64
 	Prefix         string
+	Scopes         []string
 }
+
+// ScopeProducts lets a key write the instance-wide product catalogue.
+const ScopeProducts = "products"
+
+// Scopes are every scope a key may be given.
+var Scopes = []string{ScopeProducts}
 
 // ErrAPIKeyNotFound means no active key matches.
 var ErrAPIKeyNotFound = errors.New("api key not found")

@@ -21,6 +21,9 @@ type AccountRules struct {
 	// stage leave it zero so the default is the creation time, chosen by the
 	// worker.
 	Now time.Time
+	// Market is the supplier's market rule set (CONTRACT §10); nil is
+	// NONE, the generic rules.
+	Market Market
 }
 
 const (
@@ -65,7 +68,7 @@ func validateAccount(c *collector, a *Account, opts AccountRules) {
 	c.optionalString(field("sales_subchannel"), a.SalesSubchannel, defaultMaxLength)
 	c.notFuture(field("date_of_sale"), a.DateOfSale, opts.Today, false)
 
-	validateBilling(c, a)
+	validateBilling(c, a, opts.Market)
 	validateStatementDates(c, a, opts.Today)
 
 	if a.TransferBalance == nil {
@@ -75,7 +78,7 @@ func validateAccount(c *collector, a *Account, opts AccountRules) {
 	c.storedMoney(field("transfer_balance"), *a.TransferBalance)
 
 	validateCustomers(c, a, opts)
-	validateSupplyAddresses(c, a)
+	validateSupplyAddresses(c, a, opts)
 	validateMetadata(c, a.Metadata)
 	validateReferences(c, a.References)
 
@@ -100,7 +103,7 @@ var (
 
 func given(s *string) bool { return s != nil && *s != "" }
 
-func validateBilling(c *collector, a *Account) {
+func validateBilling(c *collector, a *Account, m Market) {
 	c.optionalString(field("billing_name"), a.BillingName, defaultMaxLength)
 	lines := []*string{a.BillingAddress1, a.BillingAddress2, a.BillingAddress3, a.BillingAddress4, a.BillingAddress5}
 	anyLine := false
@@ -109,6 +112,9 @@ func validateBilling(c *collector, a *Account) {
 		anyLine = anyLine || given(l)
 	}
 	c.optionalString(field("billing_postcode"), a.BillingPostcode, maxPostcode)
+	if given(a.BillingPostcode) {
+		c.marketPostcode(field("billing_postcode"), *a.BillingPostcode, m)
+	}
 	c.email(field("billing_email"), a.BillingEmail)
 	// A billing address is all or nothing: with any line given, the first
 	// line and the postcode are what a letter needs to arrive.
@@ -153,6 +159,7 @@ func validateCustomers(c *collector, a *Account, opts AccountRules) {
 			return
 		}
 		validateCustomer(c, &a.Customers[i], itemOf("customers", i), a.Type(), opts)
+		validatePSR(c, a.Customers[i].PSR, itemOf("customers", i).field("psr").String(), opts)
 	}
 }
 
@@ -191,7 +198,7 @@ func namedTheOccupier(cu *Customer) bool {
 	return norm(cu.GivenName) == name || norm(family) == name || norm(cu.GivenName+" "+family) == name
 }
 
-func validateSupplyAddresses(c *collector, a *Account) {
+func validateSupplyAddresses(c *collector, a *Account, opts AccountRules) {
 	if a.IsUnknownOccupier() {
 		if len(a.SupplyAddresses) > 1 {
 			c.add("supply_addresses", CodeOccupierAccountWithMultipleAddresses, "An unknown-occupier account may have at most one supply address.")
@@ -199,7 +206,8 @@ func validateSupplyAddresses(c *collector, a *Account) {
 	} else if len(a.SupplyAddresses) == 0 {
 		c.add("supply_addresses", CodeRequired, "At least one supply address is required unless unknown_occupier is true.")
 	}
-	mpxnSeen := map[string]attr{} // mpxn -> attr of its first use
+	mpxnSeen := map[string]attr{}  // mpxn -> attr of its first use
+	serials := map[string]string{} // meter serial -> attr of its first use
 	for i := range a.SupplyAddresses {
 		if c.full() {
 			return
@@ -211,6 +219,9 @@ func validateSupplyAddresses(c *collector, a *Account) {
 			c.optionalString(it.field(supplyLines[j]), l, defaultMaxLength)
 		}
 		c.requiredString(it.field("supply_postcode"), sa.SupplyPostcode, maxPostcode)
+		if sa.SupplyPostcode != "" {
+			c.marketPostcode(it.field("supply_postcode"), sa.SupplyPostcode, opts.Market)
+		}
 		if len(sa.MeterPoints) == 0 {
 			c.addAt(it.field("meter_points"), CodeRequired, "At least one meter point is required.")
 			continue
@@ -221,6 +232,7 @@ func validateSupplyAddresses(c *collector, a *Account) {
 				return
 			}
 			validateMeterPoint(c, &sa.MeterPoints[j], itemOf(meterPoints, j), mpxnSeen)
+			validateMeterData(c, &sa.MeterPoints[j], itemOf(meterPoints, j), serials, opts)
 		}
 	}
 }
@@ -259,7 +271,11 @@ func validateAgreements(c *collector, ags []Agreement, path string) {
 		}
 		ag := &ags[k]
 		it := itemOf(path, k)
-		c.requiredString(it.field("product_code"), ag.ProductCode, defaultMaxLength)
+		if !given(ag.TariffCode) && !given(ag.ProductCode) {
+			c.addAt(it.field("product_code"), CodeRequired, "tariff_code (preferred) or product_code is required.")
+		}
+		c.optionalString(it.field("tariff_code"), ag.TariffCode, defaultMaxLength)
+		c.optionalString(it.field("product_code"), ag.ProductCode, defaultMaxLength)
 		if ag.ValidTo != nil && !ag.ValidFrom.IsZero() && ag.ValidTo.Before(ag.ValidFrom) {
 			c.addAt(it.field("valid_to"), CodeStartDateLaterThanEndDate, "valid_to may not be before valid_from.")
 		}

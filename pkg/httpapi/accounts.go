@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/market"
 )
 
 // decodeAccount turns the body into a validated, normalised account of a
@@ -37,8 +38,13 @@ func (s *Server) decodeAccountBody(c *gin.Context, body []byte) (*dataimport.Acc
 			return rules, err
 		}
 		rules.PhoneRegion = sup.PhoneRegion
-		return rules, nil
+		rules.Market, err = market.For(sup.Market)
+		return rules, err
 	})
+	if err == nil {
+		// After pure validation: the catalogue rules need the database.
+		err = s.deps.Store.CheckAccountCatalogue(c.Request.Context(), sup, acc)
+	}
 	return acc, sup, err
 }
 

@@ -18,6 +18,8 @@ var requestBodies = map[string]reflect.Type{
 	"/v1/data-import/notes/create/":                            reflect.TypeFor[dataimport.NotesRequest](),
 	"/v1/data-import/transactions/create/":                     reflect.TypeFor[dataimport.TransactionsRequest](),
 	"/v1/data-import/historical-statements/create/":            reflect.TypeFor[dataimport.StatementsRequest](),
+	"/v1/data-import/validate-products/":                       reflect.TypeFor[dataimport.ProductsRequest](),
+	"/v1/data-import/products/create-or-update/":               reflect.TypeFor[dataimport.ProductsRequest](),
 	// v2 wraps the account (decoded by the same bounded binder) in "payload".
 	"/v2/data-import/accounts/validate/": reflect.TypeFor[struct {
 		Payload dataimport.Account `json:"payload"`

@@ -53,10 +53,13 @@ func worstBodies(limit int) map[string][]dataimporttest.Body {
 			dataimporttest.ValidTransactions(sup, ext, limit)),
 		statementsPath: append(dataimporttest.WorstBodies(reflect.TypeFor[dataimport.StatementsRequest](), limit),
 			dataimporttest.ValidStatements(sup, ext, limit)),
-		paymentPath:    dataimporttest.WorstBodies(reflect.TypeFor[dataimport.PaymentInstructionRequest](), limit),
-		graphqlPath:    graphqlWorstBodies(limit),
-		v2CreatePath:   dataimporttest.WorstBodies(reflect.TypeFor[v2Body](), limit),
-		v2ValidatePath: dataimporttest.WorstBodies(reflect.TypeFor[v2Body](), limit),
+		paymentPath: dataimporttest.WorstBodies(reflect.TypeFor[dataimport.PaymentInstructionRequest](), limit),
+		// Product writes need the products scope, so the 400s are measured
+		// on validate-products: the same decoder and rules.
+		validateProductsPath: dataimporttest.WorstBodies(reflect.TypeFor[dataimport.ProductsRequest](), limit),
+		graphqlPath:          graphqlWorstBodies(limit),
+		v2CreatePath:         dataimporttest.WorstBodies(reflect.TypeFor[v2Body](), limit),
+		v2ValidatePath:       dataimporttest.WorstBodies(reflect.TypeFor[v2Body](), limit),
 	}
 }
 
@@ -99,7 +102,7 @@ func graphqlWorstBodies(limit int) []dataimporttest.Body {
 var endpoints = []struct{ name, path string }{
 	{"validate", validatePath}, {"stage", stagePath}, {"create", createPath}, {"notes", notesPath},
 	{"transactions", transactionsPath}, {"statements", statementsPath}, {"payment-instruction", paymentPath}, {"graphql", graphqlPath},
-	{"v2-create", v2CreatePath}, {"v2-validate", v2ValidatePath},
+	{"v2-create", v2CreatePath}, {"v2-validate", v2ValidatePath}, {"validate-products", validateProductsPath},
 }
 
 // cpuTime is the CPU this process has used (user and system).

@@ -21,6 +21,7 @@ import (
 // listed is a 400 (validation and business-rule refusals).
 var statusByCode = map[string]int{
 	dataimport.CodeNotAuthenticated:         http.StatusUnauthorized,
+	dataimport.CodePermissionDenied:         http.StatusForbidden,
 	dataimport.CodeAuthenticationFailed:     http.StatusUnauthorized,
 	dataimport.CodeTokenExpired:             http.StatusUnauthorized,
 	dataimport.CodeNotFound:                 http.StatusNotFound,

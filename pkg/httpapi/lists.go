@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,9 +18,13 @@ const maxPageSize = 10000
 
 // listItem is one account import record (interface 2.10).
 type listItem struct {
-	ExternalAccountNumber string     `json:"external_account_number"`
-	PlatformAccountNumber *string    `json:"platform_account_number"`
-	AccountCreatedAt      *time.Time `json:"account_created_at"`
+	ExternalAccountNumber string               `json:"external_account_number"`
+	PlatformAccountNumber *string              `json:"platform_account_number"`
+	AccountCreatedAt      *dataimport.DateTime `json:"account_created_at"`
+}
+
+func newListItem(r postgres.ListRecord) listItem {
+	return listItem{ExternalAccountNumber: r.ExternalAccountNumber, PlatformAccountNumber: r.PlatformAccountNumber, AccountCreatedAt: wireTimePtr(r.AccountCreatedAt)}
 }
 
 // listProcesses serves the three list endpoints. Without page_size the whole
@@ -54,7 +57,7 @@ func (s *Server) listProcesses(filter postgres.ListFilter) gin.HandlerFunc {
 				_ = w.WriteByte(',')
 			}
 			n++
-			b, err := json.Marshal(listItem(r))
+			b, err := json.Marshal(newListItem(r))
 			if err != nil {
 				return err
 			}
@@ -75,7 +78,7 @@ func (s *Server) listProcesses(filter postgres.ListFilter) gin.HandlerFunc {
 func (s *Server) listPage(c *gin.Context, supplierID int64, filter postgres.ListFilter, after string, size int) {
 	items := make([]listItem, 0, min(size, 1024))
 	err := s.deps.Store.EachProcess(c.Request.Context(), supplierID, filter, after, size+1, func(r postgres.ListRecord) error {
-		items = append(items, listItem(r))
+		items = append(items, newListItem(r))
 		return nil
 	})
 	if err != nil {

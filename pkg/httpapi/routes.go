@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
@@ -20,6 +21,10 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.POST("/notes/create/", s.createNotes)
 	g.POST("/transactions/create/", s.createTransactions)
 	g.POST("/historical-statements/create/", s.createHistoricalStatements)
+	g.POST("/validate-products/", s.validateProducts)
+	g.POST("/products/create-or-update/", s.requireScope(dataimport.ScopeProducts), s.upsertProducts)
+	g.GET("/products/", s.listProducts)
+	g.GET("/products/:code/", s.product)
 }
 
 // routesV2 lists the asynchronous (v2) endpoints (v2.go).

@@ -27,6 +27,7 @@ type Store interface {
 	NotesStore
 	TransactionsStore
 	StatementsStore
+	ProductStore
 	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
 	ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error)

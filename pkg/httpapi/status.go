@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,10 +14,10 @@ type statusBody struct {
 	Status                dataimport.ImportStatus `json:"status"`
 	PlatformAccountNumber string                  `json:"platform_account_number"`
 	ExternalAccountNumber string                  `json:"external_account_number"`
-	AccountCreatedAt      *time.Time              `json:"account_created_at"`
+	AccountCreatedAt      *dataimport.DateTime    `json:"account_created_at"`
 	LatestError           *dataimport.Error       `json:"latest_error,omitempty"`
-	CreatedAt             time.Time               `json:"created_at"`
-	ModifiedAt            time.Time               `json:"modified_at"`
+	CreatedAt             dataimport.DateTime     `json:"created_at"`
+	ModifiedAt            dataimport.DateTime     `json:"modified_at"`
 }
 
 // accountStatus serves GET /account-transfer-status/<supplier>/<external>/.
@@ -37,8 +36,8 @@ func (s *Server) accountStatus(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, statusBody{
 		Status: p.Status, PlatformAccountNumber: p.PlatformAccountNumber, ExternalAccountNumber: p.ExternalAccountNumber,
-		AccountCreatedAt: utcPtr(p.AccountCreatedAt), LatestError: p.LatestError,
-		CreatedAt: p.CreatedAt.UTC(), ModifiedAt: p.ModifiedAt.UTC(),
+		AccountCreatedAt: wireTimePtr(p.AccountCreatedAt), LatestError: p.LatestError,
+		CreatedAt: dataimport.NewDateTime(p.CreatedAt), ModifiedAt: dataimport.NewDateTime(p.ModifiedAt),
 	})
 }
 
@@ -49,12 +48,4 @@ func asNotFound(err error) error {
 		return dataimport.Errorf(dataimport.CodeNotFound, "No account import process found for this import_supplier and external_account_number.")
 	}
 	return err
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -34,8 +34,12 @@ func (s *Server) createTransactions(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	_, acc, ok := s.importedAccount(c, postgres.RequestTransactions, req.ImportSupplier, req.ExternalAccountNumber)
+	sup, acc, ok := s.importedAccount(c, postgres.RequestTransactions, req.ImportSupplier, req.ExternalAccountNumber)
 	if !ok {
+		return
+	}
+	if err := s.deps.Store.CheckTransactionsCatalogue(c.Request.Context(), sup, req.Transactions); err != nil {
+		abortWithError(c, err)
 		return
 	}
 	results, err := s.deps.Store.CreateTransactions(c.Request.Context(), postgres.TransactionsInput{

@@ -177,21 +177,21 @@ func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, bool) {
 
 // v2Status is the v2 status body.
 type v2Status struct {
-	Status                dataimport.V2Status `json:"status"`
-	Scheduled             bool                `json:"scheduled"`
-	PlatformAccountNumber string              `json:"platform_account_number"`
-	CreatedAt             wireTime            `json:"created_at"`
-	ModifiedAt            wireTime            `json:"modified_at"`
-	ScheduleWindowStart   *wireTime           `json:"schedule_window_start"`
-	ScheduleWindowEnd     *wireTime           `json:"schedule_window_end"`
-	LatestEvent           *v2Event            `json:"latest_event"`
-	LatestError           *v2Error            `json:"latest_error"`
+	Status                dataimport.V2Status  `json:"status"`
+	Scheduled             bool                 `json:"scheduled"`
+	PlatformAccountNumber string               `json:"platform_account_number"`
+	CreatedAt             dataimport.DateTime  `json:"created_at"`
+	ModifiedAt            dataimport.DateTime  `json:"modified_at"`
+	ScheduleWindowStart   *dataimport.DateTime `json:"schedule_window_start"`
+	ScheduleWindowEnd     *dataimport.DateTime `json:"schedule_window_end"`
+	LatestEvent           *v2Event             `json:"latest_event"`
+	LatestError           *v2Error             `json:"latest_error"`
 }
 
 type v2Event struct {
-	Event      string          `json:"event"`
-	OccurredAt wireTime        `json:"occurred_at"`
-	Data       json.RawMessage `json:"data"`
+	Event      string              `json:"event"`
+	OccurredAt dataimport.DateTime `json:"occurred_at"`
+	Data       json.RawMessage     `json:"data"`
 }
 
 type v2Error struct {
@@ -207,7 +207,7 @@ func (s *Server) statusV2(c *gin.Context) {
 		return
 	}
 	body := v2Status{Status: p.V2Status, Scheduled: p.Scheduled, PlatformAccountNumber: p.PlatformAccountNumber,
-		CreatedAt: wireTime(p.CreatedAt), ModifiedAt: wireTime(p.ModifiedAt),
+		CreatedAt: dataimport.NewDateTime(p.CreatedAt), ModifiedAt: dataimport.NewDateTime(p.ModifiedAt),
 		ScheduleWindowStart: wireTimePtr(p.WindowStart), ScheduleWindowEnd: wireTimePtr(p.WindowEnd)}
 	if e := p.LatestError; e != nil {
 		domain := e.Domain
@@ -233,7 +233,7 @@ func eventBody(e postgres.Event) v2Event {
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}
-	return v2Event{Event: e.Event, OccurredAt: wireTime(e.OccurredAt), Data: data}
+	return v2Event{Event: e.Event, OccurredAt: dataimport.NewDateTime(e.OccurredAt), Data: data}
 }
 
 // eventsV2 serves GET …/<supplier>/<external>/events/: the whole timeline.
@@ -276,17 +276,12 @@ func (s *Server) cancelV2(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": now.V2Status, "status_url": v2StatusURL(c.Param("supplier"), now.ExternalAccountNumber)})
 }
 
-// wireTime is a datetime as the interface writes it: YYYY-MM-DDTHH:MM:SSZ.
-type wireTime time.Time
-
-func (t wireTime) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
-}
-
-func wireTimePtr(t *time.Time) *wireTime {
+// wireTimePtr is the optional form of dataimport.NewDateTime: every
+// datetime the API writes goes through that one type.
+func wireTimePtr(t *time.Time) *dataimport.DateTime {
 	if t == nil {
 		return nil
 	}
-	w := wireTime(*t)
+	w := dataimport.NewDateTime(*t)
 	return &w
 }

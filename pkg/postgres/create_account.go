@@ -58,14 +58,14 @@ func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProce
 	err := db.sql.QueryRowContext(ctx, `
 		SELECT p.id, p.supplier_id, p.external_account_number, p.status, p.skipped, p.staged_version, p.attempt,
 		       p.dry_run, p.v2_status, p.window_start, p.window_end, p.latest_error, p.platform_account_number, p.account_created_at, p.created_at, p.modified_at,
-		       s.id, s.code, s.status, s.document_root, s.welcome_email, s.phone_region, v.payload::text
+		       s.id, s.code, s.status, s.document_root, s.welcome_email, s.phone_region, s.require_products, s.market, v.payload::text
 		  FROM import_processes p
 		  JOIN import_suppliers s ON s.id = p.supplier_id
 		  LEFT JOIN import_process_versions v ON v.process_id = p.id AND v.version = p.staged_version
 		 WHERE p.id = $1`, processID).Scan(
 		&p.ID, &p.SupplierID, &p.ExternalAccountNumber, &p.Status, &p.Skipped, &p.StagedVersion, &p.Attempt,
 		&p.DryRun, &p.V2Status, &p.WindowStart, &p.WindowEnd, &p.LatestError, &p.PlatformAccountNumber, &p.AccountCreatedAt, &p.CreatedAt, &p.ModifiedAt,
-		&sup.ID, &sup.Code, &sup.Status, &sup.DocumentRoot, &sup.WelcomeEmail, &sup.PhoneRegion, &payload)
+		&sup.ID, &sup.Code, &sup.Status, &sup.DocumentRoot, &sup.WelcomeEmail, &sup.PhoneRegion, &sup.RequireProducts, &sup.Market, &payload)
 	if err != nil {
 		return LoadedProcess{}, fmt.Errorf("load process %d: %w", processID, err)
 	}

@@ -33,7 +33,8 @@ var platformNumberRe = regexp.MustCompile(`^A-[0-9A-F]{8}$`)
 
 // accountTables is the account and every table created with it.
 var accountTables = []string{"accounts", "account_customers", "supply_addresses", "meter_points", "agreements",
-	"statements", "account_notes", "account_transactions", "welcome_emails"}
+	"statements", "account_notes", "account_transactions", "welcome_emails",
+	"meters", "meter_registers", "transfer_readings", "customer_psr"}
 
 type env struct {
 	tb     testing.TB
@@ -135,8 +136,8 @@ func (e *env) prepare(s dataimport.Supplier, external string, dryRun bool, edit 
 }
 
 // tryPrepare is prepare for goroutines other than the test's.
-func (e *env) tryPrepare(s dataimport.Supplier, external string) (postgres.CreationInput, error) {
-	body, err := samplePayload(s.Code, external, nil)
+func (e *env) tryPrepare(s dataimport.Supplier, external string, edit func(map[string]any)) (postgres.CreationInput, error) {
+	body, err := samplePayload(s.Code, external, edit)
 	if err != nil {
 		return postgres.CreationInput{}, err
 	}
@@ -932,14 +933,17 @@ func TestCreateAccountRoundTripsDoNotGrowWithRows(t *testing.T) {
 		}
 		m["current_statement_transactions"], m["notes"] = txs, notes
 	})
+	meters := e.prepare(s, "EXT-METERS", false, withMeterData(20)) // 20 meters, 40 registers, 40 readings
 	before := postgres.CreationRoundTrips()
 	e.create(small)
 	smallN := postgres.CreationRoundTrips() - before
 	e.create(big)
 	bigN := postgres.CreationRoundTrips() - before - smallN
+	e.create(meters)
+	metersN := postgres.CreationRoundTrips() - before - smallN - bigN
 	t.Logf("round trips per CreateAccount: %d", smallN)
-	if smallN != 1 || bigN != 1 {
-		t.Errorf("round trips: %d for the sample, %d with 60 transactions and 60 notes; want 1 each", smallN, bigN)
+	if smallN != 1 || bigN != 1 || metersN != 1 {
+		t.Errorf("round trips: %d for the sample, %d with 60 transactions and 60 notes, %d with 20 meters; want 1 each", smallN, bigN, metersN)
 	}
 	var notes, txs int
 	e.scalar(&notes, `SELECT count(*) FROM account_notes n JOIN accounts a ON a.id = n.account_id WHERE a.external_account_number = 'EXT-BIG'`)
@@ -998,7 +1002,13 @@ func TestCreateAccountWritersBound(t *testing.T) {
 
 // BenchmarkCreateAccount measures the worker's transaction alone: accounts
 // are staged and their attempts started beforehand.
-func BenchmarkCreateAccount(b *testing.B) {
+func BenchmarkCreateAccount(b *testing.B) { benchmarkCreateAccount(b, nil) }
+
+// BenchmarkCreateAccountWithMeterData is the sample with meter data (issue
+// 18): 2 meters, 5 registers, 5 transfer readings, 3 PSR entries more.
+func BenchmarkCreateAccountWithMeterData(b *testing.B) { benchmarkCreateAccount(b, withMeterData(1)) }
+
+func benchmarkCreateAccount(b *testing.B, edit func(map[string]any)) {
 	e := newEnv(b)
 	s := e.supplier("BENCH", true)
 	inputs := make([]postgres.CreationInput, b.N)
@@ -1009,7 +1019,7 @@ func BenchmarkCreateAccount(b *testing.B) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
 				external := fmt.Sprintf("EXT-%08d", i)
-				inputs[i], errs[i] = e.tryPrepare(s, external)
+				inputs[i], errs[i] = e.tryPrepare(s, external, edit)
 			}
 		})
 	}

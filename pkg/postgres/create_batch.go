@@ -140,7 +140,25 @@ const (
 	curAddress   = "currval('supply_addresses_id_seq')"
 	curMeter     = "currval('meter_points_id_seq')"
 	curStatement = "currval('statements_id_seq')"
+	curCustomer  = "currval('account_customers_id_seq')"
+	curMeterRow  = "currval('meters_id_seq')"
 )
+
+// queueMeters queues a meter point's meters, each with its registers and
+// readings, in the same batch (no extra round trip).
+func queueMeters(b *pgx.Batch, meters []dataimport.Meter) {
+	for _, m := range meters {
+		b.Queue(`INSERT INTO meters (account_id, meter_point_id, serial_number) VALUES (`+curAccount+`, `+curMeter+`, $1)`, m.SerialNumber)
+		for _, r := range m.Registers {
+			b.Queue(`INSERT INTO meter_registers (meter_id, register_id, number_of_digits, rate_type) VALUES (`+curMeterRow+`, $1, $2, $3)`,
+				r.RegisterID, r.NumberOfDigits, deref(r.RateType))
+		}
+		for _, r := range m.TransferReadings {
+			b.Queue(`INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_value, reading_type) VALUES (`+curMeterRow+`, $1, $2, $3, $4)`,
+				r.RegisterID, r.ReadingDate.Time(), r.ReadingValue, deref(r.ReadingType))
+		}
+	}
+}
 
 // creationBatch queues every write of one account. The returned result is
 // filled in as the batch's answers are read.
@@ -176,11 +194,15 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 		number, in.Supplier.ID, in.ProcessID, a.ExternalAccountNumber, string(a.Type()),
 		string(details), a.OpeningBalance(), openingBalance(a), in.Now).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&res.AccountID) })
-	for _, c := range customers {
+	for i, c := range customers {
 		b.Queue(`INSERT INTO account_customers (account_id, position, given_name, family_name, title, salutation, email,
 				mobile, landline, date_of_birth, customer_preferences)
 			VALUES (`+curAccount+`, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
 			c.Position, c.GivenName, c.FamilyName, c.Title, c.Salutation, c.Email, c.Mobile, c.Landline, c.DateOfBirth, c.CustomerPreferences)
+		for _, e := range a.Customers[i].PSR {
+			b.Queue(`INSERT INTO customer_psr (customer_id, code, effective_from, effective_to) VALUES (`+curCustomer+`, $1, $2, $3)`,
+				e.Code, dateTime(e.EffectiveFrom), dateTime(e.EffectiveTo))
+		}
 	}
 	for i, sa := range a.SupplyAddresses {
 		b.Queue(`INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3,
@@ -189,13 +211,15 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 			i, sa.SupplyAddress1, deref(sa.SupplyAddress2), deref(sa.SupplyAddress3), deref(sa.SupplyAddress4),
 			deref(sa.SupplyAddress5), sa.SupplyPostcode, dateTime(sa.CustomerAtSupplyAddressFromDate))
 		for _, mp := range sa.MeterPoints {
-			b.Queue(`INSERT INTO meter_points (account_id, supply_address_id, mpxn, fuel, supply_start_date, supply_end_date)
-				VALUES (`+curAccount+`, `+curAddress+`, $1, $2, $3, $4)`,
-				mp.MPXN, string(mp.Fuel), mp.SupplyStartDate.Time(), dateTime(mp.SupplyEndDate))
+			b.Queue(`INSERT INTO meter_points (account_id, supply_address_id, mpxn, fuel, supply_start_date, supply_end_date,
+					profile_class, ssc, estimated_annual_consumption)
+				VALUES (`+curAccount+`, `+curAddress+`, $1, $2, $3, $4, $5, $6, $7)`,
+				mp.MPXN, string(mp.Fuel), mp.SupplyStartDate.Time(), dateTime(mp.SupplyEndDate), mp.ProfileClass, mp.SSC, mp.EstimatedAnnualConsumption)
 			for _, ag := range mp.Agreements {
-				b.Queue(`INSERT INTO agreements (meter_point_id, product_code, valid_from, valid_to) VALUES (`+curMeter+`, $1, $2, $3)`,
-					ag.ProductCode, ag.ValidFrom.Time(), dateTime(ag.ValidTo))
+				b.Queue(`INSERT INTO agreements (meter_point_id, tariff_code, product_code, valid_from, valid_to) VALUES (`+curMeter+`, $1, $2, $3, $4)`,
+					ag.TariffCode, ag.ProductCode, ag.ValidFrom.Time(), dateTime(ag.ValidTo))
 			}
+			queueMeters(b, mp.Meters)
 		}
 	}
 	b.Queue(`INSERT INTO statements (account_id, period_from, period_to) VALUES (`+curAccount+`, $1, $2)`, from.Time(), to.Time())

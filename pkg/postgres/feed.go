@@ -35,16 +35,29 @@ const (
 // an event committed late. Events of rolled-back work never exist. It reads
 // the primary: a replica could trail the relay's NOTIFY.
 func (db *DB) FeedPage(ctx context.Context, orgID int64, after int64, limit int, types []string, supplierCode string) ([]dataimport.FeedEvent, int64, error) {
-	if limit <= 0 {
-		limit = DefaultFeedPage
-	}
-	limit = min(limit, MaxFeedPage)
-	after = max(after, 0)
-	events, err := feedEventNames(types)
-	if err != nil {
-		return nil, after, err
-	}
-	rows, err := db.sql.QueryContext(ctx, `
+	return feedPage(ctx, db.sql, feedQuery{orgID: orgID, after: after, limit: limit, types: types, supplier: supplierCode})
+}
+
+// queryer is a *sql.DB or a *sql.Tx: the feed is read alone (FeedPage) or
+// inside the transaction that schedules webhook deliveries (webhooks.go).
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// feedQuery selects published events. It is the one place that builds a
+// FeedEvent: the pull feed and every webhook body come from here.
+type feedQuery struct {
+	orgID    int64
+	after    int64
+	limit    int
+	types    []string
+	supplier string
+	// eventIDs, when not nil, keeps only these event-log rows (a webhook
+	// delivery's event, still subject to the organisation's grants).
+	eventIDs []int64
+}
+
+const feedSelect = `
 		SELECT e.id, e.position, e.event, e.occurred_at, s.code, p.external_account_number,
 		       CASE WHEN e.event = ANY($6::text[]) THEN p.platform_account_number
 		            ELSE e.data->>'platform_account_number' END,
@@ -53,10 +66,26 @@ func (db *DB) FeedPage(ctx context.Context, orgID int64, after int64, limit int,
 		  JOIN import_processes p ON p.id = e.process_id
 		  JOIN organisation_suppliers g ON g.supplier_id = p.supplier_id AND g.organisation_id = $1
 		  JOIN import_suppliers s ON s.id = p.supplier_id
-		 WHERE e.position > $2 AND e.event = ANY($3::text[]) AND ($4 = '' OR s.code = $4)
-		 ORDER BY e.position
-		 LIMIT $5`, orgID, after, events, supplierCode, limit,
-		[]string{dataimport.EventPostImportOK, dataimport.EventPostImportError})
+		 WHERE e.position > $2 AND e.event = ANY($3::text[]) AND ($4 = '' OR s.code = $4)`
+
+func feedPage(ctx context.Context, q queryer, f feedQuery) ([]dataimport.FeedEvent, int64, error) {
+	limit, after := f.limit, max(f.after, 0)
+	if limit <= 0 {
+		limit = DefaultFeedPage
+	}
+	limit = min(limit, MaxFeedPage)
+	events, err := feedEventNames(f.types)
+	if err != nil {
+		return nil, after, err
+	}
+	query := feedSelect + ` ORDER BY e.position LIMIT $5`
+	args := []any{f.orgID, after, events, f.supplier, limit,
+		[]string{dataimport.EventPostImportOK, dataimport.EventPostImportError}}
+	if f.eventIDs != nil {
+		query = feedSelect + ` AND e.id = ANY($7::bigint[]) ORDER BY e.position LIMIT $5`
+		args = append(args, f.eventIDs)
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, after, fmt.Errorf("read event feed: %w", err)
 	}

@@ -28,8 +28,11 @@ type supplierRow struct {
 	DocumentRoot string
 	WelcomeEmail bool
 	PhoneRegion  string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Issue 18 settings.
+	RequireProducts bool
+	Market          string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 func (supplierRow) TableName() string { return "import_suppliers" }
@@ -38,20 +41,9 @@ func (r supplierRow) domain() dataimport.Supplier {
 	return dataimport.Supplier{
 		ID: r.ID, Code: r.Code, Status: dataimport.SupplierStatus(r.Status),
 		DocumentRoot: r.DocumentRoot, WelcomeEmail: r.WelcomeEmail, PhoneRegion: r.PhoneRegion,
-		CreatedAt: r.CreatedAt,
+		RequireProducts: r.RequireProducts, Market: r.Market, CreatedAt: r.CreatedAt,
 	}
 }
-
-type apiKeyRow struct {
-	ID             int64 `gorm:"primaryKey"`
-	OrganisationID int64
-	Prefix         string
-	KeyHash        []byte
-	CreatedAt      time.Time
-	RevokedAt      *time.Time
-}
-
-func (apiKeyRow) TableName() string { return "api_keys" }
 
 type teamRow struct {
 	ID        int64 `gorm:"primaryKey"`

@@ -278,6 +278,45 @@ var schemaCoverage = map[string]coverage{
 	"welcome_emails.account_id bigint":              notFromPartner(aKey),
 	"welcome_emails.customer_id bigint":             notFromPartner(aKey),
 	"welcome_emails.id bigint":                      notFromPartner(aKey),
+
+	// Operator console and audit log (migration 00013): written by operators
+	// through importctl and the console, never from a partner's request.
+	"check operators.operators_name_check":                       notFromPartner(operators + " (postgres.ValidOperatorName refuses a bad name first)"),
+	"check operators.operators_password_hash_check":              notFromPartner("a bcrypt hash our code computes"),
+	"check operator_sessions.operator_sessions_token_hash_check": notFromPartner("a SHA-256 our code computes"),
+	"check audit_log.audit_log_action_check":                     notFromPartner("one of the postgres.Audit* action constants"),
+	"check audit_log.audit_log_actor_check":                      notFromPartner("importctl:<user> or operator:<name>; postgres.(*DB).Audit truncates it to 200 characters"),
+	"audit_log.id bigint":                                        notFromPartner(aKey),
+	"operator_sessions.operator_id bigint":                       notFromPartner(aKey),
+	"operators.id bigint":                                        notFromPartner(aKey),
+	// Webhooks (migration 00011): endpoints are registered by operators
+	// (importctl webhook), the rest is written by the delivery workers.
+	"check webhook_endpoints.webhook_endpoints_url_check":               notFromPartner(operators + " (webhook.Guard.CheckURL refuses a URL over 2048 characters first)"),
+	"check webhook_endpoints.webhook_endpoints_secret_check":            notFromPartner("drawn by our code (webhook.NewSecret)"),
+	"check webhook_endpoints.webhook_endpoints_disabled_reason_check":   notFromPartner("written by our code (a 410, or an operator's disable)"),
+	"check webhook_endpoints.webhook_endpoints_check":                   notFromPartner(ourState + " (disabled endpoints say why)"),
+	"check webhook_endpoints.webhook_endpoints_cursor_position_check":   notFromPartner("an event position the dispatcher read"),
+	"check webhook_deliveries.webhook_deliveries_attempts_check":        notFromPartner("counts attempts; our code increments it"),
+	"check webhook_deliveries.webhook_deliveries_state_check":           notFromPartner(ourState),
+	"check webhook_deliveries.webhook_deliveries_last_status_check":     notFromPartner("an HTTP status a receiver answered (net/http refuses others)"),
+	"check webhook_deliveries.webhook_deliveries_last_latency_ms_check": notFromPartner("a duration our code measured"),
+	"check webhook_attempts.webhook_attempts_attempt_check":             notFromPartner("counts attempts; our code increments it"),
+	"check webhook_attempts.webhook_attempts_status_check":              notFromPartner("an HTTP status a receiver answered (net/http refuses others)"),
+	"check webhook_attempts.webhook_attempts_latency_ms_check":          notFromPartner("a duration our code measured"),
+	"webhook_attempts.attempt integer":                                  notFromPartner("counts attempts; at most webhook.Schedule.MaxAttempts"),
+	"webhook_attempts.latency_ms integer":                               notFromPartner("a duration our code measured, bounded by WEBHOOK_TIMEOUT"),
+	"webhook_attempts.status integer":                                   notFromPartner("an HTTP status a receiver answered"),
+	"webhook_attempts.delivery_id bigint":                               notFromPartner(aKey),
+	"webhook_attempts.id bigint":                                        notFromPartner(aKey),
+	"webhook_deliveries.attempts integer":                               notFromPartner("counts attempts; at most webhook.Schedule.MaxAttempts"),
+	"webhook_deliveries.last_latency_ms integer":                        notFromPartner("a duration our code measured, bounded by WEBHOOK_TIMEOUT"),
+	"webhook_deliveries.last_status integer":                            notFromPartner("an HTTP status a receiver answered"),
+	"webhook_deliveries.endpoint_id bigint":                             notFromPartner(aKey),
+	"webhook_deliveries.event_id bigint":                                notFromPartner(aKey),
+	"webhook_deliveries.id bigint":                                      notFromPartner(aKey),
+	"webhook_endpoints.cursor_position bigint":                          notFromPartner("an event position the dispatcher read"),
+	"webhook_endpoints.id bigint":                                       notFromPartner(aKey),
+	"webhook_endpoints.organisation_id bigint":                          notFromPartner(aKey),
 }
 
 // Example builders: each runs the validator the real request runs.

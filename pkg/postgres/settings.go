@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 const (
 	settingConcurrencyLimit = "concurrency_limit"
 	settingTokenSecret      = "token_secret"
+	settingConsoleCSRFKey   = "console_csrf_key"
 )
 
 type settingRow struct {
@@ -60,21 +63,43 @@ func (db *DB) concurrencyLimit(ctx context.Context) (limit int, ok bool, err err
 }
 
 // SetConcurrencyLimit stores the limit (n > 0) or, with n <= 0, turns it off.
+// It is the one call behind `importctl limit` and the console's limit form;
+// every API replica hears of it through dataimport_control (NOTIFY).
 func (db *DB) SetConcurrencyLimit(ctx context.Context, n int) error {
 	defer db.control.invalidate()
-	q := db.gorm.WithContext(ctx)
-	var err error
-	if n <= 0 {
-		err = q.Exec("DELETE FROM settings WHERE key = ?", settingConcurrencyLimit).Error
-	} else {
-		err = q.Exec(`INSERT INTO settings (key, value) VALUES (?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-			settingConcurrencyLimit, strconv.Itoa(n)).Error
-	}
+	err := db.audited(ctx, AuditLimitSet, func(tx *gorm.DB) (string, any, any, error) {
+		var old []string
+		if err := tx.Raw(`SELECT value FROM settings WHERE key = ? FOR UPDATE`, settingConcurrencyLimit).Scan(&old).Error; err != nil {
+			return "", nil, nil, err
+		}
+		before := limitAudit(0)
+		if len(old) == 1 {
+			if v, err := strconv.Atoi(old[0]); err == nil {
+				before = limitAudit(v)
+			}
+		}
+		var err error
+		if n <= 0 {
+			err = tx.Exec("DELETE FROM settings WHERE key = ?", settingConcurrencyLimit).Error
+		} else {
+			err = tx.Exec(`INSERT INTO settings (key, value) VALUES (?, ?)
+				ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+				settingConcurrencyLimit, strconv.Itoa(n)).Error
+		}
+		return "concurrency_limit", before, limitAudit(n), err
+	})
 	if err != nil {
 		return fmt.Errorf("set concurrency limit: %w", err)
 	}
 	return nil
+}
+
+// limitAudit is how the audit log shows a limit (n <= 0: off).
+func limitAudit(n int) map[string]any {
+	if n <= 0 {
+		return map[string]any{"enabled": false}
+	}
+	return map[string]any{"enabled": true, "limit": n}
 }
 
 // TokenSecret returns the signing secret, storing candidate first if none is
@@ -88,4 +113,29 @@ func (db *DB) TokenSecret(ctx context.Context, candidate string) (string, error)
 	}
 	v, _, err := db.setting(ctx, settingTokenSecret)
 	return v, err
+}
+
+// ConsoleCSRFKey returns the 32-byte key that authenticates the console's
+// CSRF cookie, generating and storing it on first use, so every API replica
+// accepts the tokens of every other.
+func (db *DB) ConsoleCSRFKey(ctx context.Context) ([]byte, error) {
+	candidate := make([]byte, 32)
+	if _, err := rand.Read(candidate); err != nil {
+		return nil, fmt.Errorf("console csrf key: %w", err)
+	}
+	err := db.gorm.WithContext(ctx).Exec(
+		"INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+		settingConsoleCSRFKey, hex.EncodeToString(candidate)).Error
+	if err != nil {
+		return nil, fmt.Errorf("store console csrf key: %w", err)
+	}
+	v, _, err := db.setting(ctx, settingConsoleCSRFKey)
+	if err != nil {
+		return nil, err
+	}
+	key, err := hex.DecodeString(v)
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("setting %s is not 32 hex-encoded bytes", settingConsoleCSRFKey)
+	}
+	return key, nil
 }

@@ -107,17 +107,18 @@ func (db *DB) OpenStatement(ctx context.Context, supplierCode, external string, 
 		return StatementChange{}, fmt.Errorf("account %s/%s: %w", supplierCode, external, err)
 	}
 	out := StatementChange{PlatformAccountNumber: acc.PlatformAccountNumber, Opened: StatementPeriod{from, to}}
-	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.audited(ctx, AuditStatementOpen, func(tx *gorm.DB) (string, any, any, error) {
+		target := "account:" + supplierCode + "/" + external
 		if _, err := lockAccount(tx, acc.ID); err != nil {
-			return err
+			return "", nil, nil, err
 		}
 		var latest []*time.Time
 		if err := tx.Raw(`SELECT max(period_to) FROM statements WHERE account_id = ?`, acc.ID).Scan(&latest).Error; err != nil {
-			return fmt.Errorf("load statements: %w", err)
+			return "", nil, nil, fmt.Errorf("load statements: %w", err)
 		}
 		if len(latest) == 1 && latest[0] != nil {
 			if last := dataimport.DateOf(latest[0].UTC()); !from.After(last) {
-				return fmt.Errorf("the new period must start after %s, the last day of the account's statements so far (got --from %s)", last, from)
+				return "", nil, nil, fmt.Errorf("the new period must start after %s, the last day of the account's statements so far (got --from %s)", last, from)
 			}
 		}
 		var closed []struct {
@@ -125,15 +126,19 @@ func (db *DB) OpenStatement(ctx context.Context, supplierCode, external string, 
 		}
 		if err := tx.Raw(`UPDATE statements SET status = 'CLOSED' WHERE account_id = ? AND status = 'OPEN' RETURNING period_from, period_to`, acc.ID).
 			Scan(&closed).Error; err != nil {
-			return fmt.Errorf("close statement: %w", err)
+			return "", nil, nil, fmt.Errorf("close statement: %w", err)
 		}
 		if len(closed) == 1 {
 			out.Closed = &StatementPeriod{dataimport.DateOf(closed[0].PeriodFrom.UTC()), dataimport.DateOf(closed[0].PeriodTo.UTC())}
 		}
 		if err := tx.Exec(`INSERT INTO statements (account_id, period_from, period_to) VALUES (?, ?, ?)`, acc.ID, from.Time(), to.Time()).Error; err != nil {
-			return fmt.Errorf("open statement: %w", err)
+			return "", nil, nil, fmt.Errorf("open statement: %w", err)
 		}
-		return nil
+		var before any
+		if out.Closed != nil {
+			before = map[string]any{"open_statement": out.Closed}
+		}
+		return target, before, map[string]any{"open_statement": out.Opened}, nil
 	})
 	if err != nil {
 		return StatementChange{}, err

@@ -16,14 +16,23 @@ import (
 func (db *DB) CreateSupplier(ctx context.Context, s dataimport.Supplier) (dataimport.Supplier, error) {
 	defer db.control.invalidate()
 	row := supplierRow{Code: s.Code, Status: string(s.Status), DocumentRoot: s.DocumentRoot,
-		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion}
+		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion, RequireProducts: s.RequireProducts, Market: s.Market}
+	if row.Market == "" {
+		row.Market = "NONE"
+	}
 	if row.Status == "" {
 		row.Status = string(dataimport.SupplierOngoing)
 	}
 	if row.PhoneRegion == "" {
 		row.PhoneRegion = "GB"
 	}
-	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
+	err := db.audited(ctx, AuditSupplierCreate, func(tx *gorm.DB) (string, any, any, error) {
+		if err := tx.Create(&row).Error; err != nil {
+			return "", nil, nil, err
+		}
+		return "supplier:" + row.Code, nil, supplierAudit(row), nil
+	})
+	if err != nil {
 		if IsUniqueViolation(err) {
 			return dataimport.Supplier{}, dataimport.Errorf(dataimport.CodeInvalid, "supplier %q already exists", s.Code)
 		}
@@ -32,17 +41,35 @@ func (db *DB) CreateSupplier(ctx context.Context, s dataimport.Supplier) (dataim
 	return row.domain(), nil
 }
 
+// supplierAudit is what the audit log keeps of a supplier's settings.
+func supplierAudit(r supplierRow) map[string]any {
+	return map[string]any{"code": r.Code, "status": r.Status, "document_root": r.DocumentRoot,
+		"welcome_email": r.WelcomeEmail, "phone_region": r.PhoneRegion}
+}
+
 // SetSupplierStatus changes a supplier's status; API processes hear of it
 // through dataimport_control (control_cache.go) within milliseconds.
 func (db *DB) SetSupplierStatus(ctx context.Context, code string, status dataimport.SupplierStatus) error {
 	defer db.control.invalidate()
-	res := db.gorm.WithContext(ctx).Model(&supplierRow{}).Where("code = ?", code).
-		Updates(map[string]any{"status": string(status), "updated_at": time.Now().UTC()})
-	if res.Error != nil {
-		return fmt.Errorf("set supplier %q status: %w", code, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return dataimport.ErrSupplierNotFound(code)
+	err := db.audited(ctx, AuditSupplierStatus, func(tx *gorm.DB) (string, any, any, error) {
+		var before []string
+		if err := tx.Raw(`SELECT status FROM import_suppliers WHERE code = ? FOR UPDATE`, code).Scan(&before).Error; err != nil {
+			return "", nil, nil, err
+		}
+		if len(before) == 0 {
+			return "", nil, nil, dataimport.ErrSupplierNotFound(code)
+		}
+		if err := tx.Model(&supplierRow{}).Where("code = ?", code).
+			Updates(map[string]any{"status": string(status), "updated_at": time.Now().UTC()}).Error; err != nil {
+			return "", nil, nil, err
+		}
+		return "supplier:" + code, map[string]string{"status": before[0]}, map[string]string{"status": string(status)}, nil
+	})
+	if err != nil {
+		if _, ok := dataimport.AsError(err); ok {
+			return err
+		}
+		return fmt.Errorf("set supplier %q status: %w", code, err)
 	}
 	return nil
 }
@@ -94,4 +121,51 @@ func (db *DB) supplierForOrganisation(ctx context.Context, orgID int64, code str
 		return dataimport.Supplier{}, fmt.Errorf("load supplier %q: %w", code, err)
 	}
 	return row.domain(), nil
+}
+
+// SupplierSettings are the issue-18 settings an operator may change; nil
+// leaves a setting as it is.
+type SupplierSettings struct {
+	RequireProducts *bool
+	Market          *string
+}
+
+// UpdateSupplierSettings changes a supplier's settings; API processes hear
+// of it through dataimport_control within milliseconds.
+func (db *DB) UpdateSupplierSettings(ctx context.Context, code string, s SupplierSettings) (dataimport.Supplier, error) {
+	defer db.control.invalidate()
+	err := db.audited(ctx, AuditSupplierUpdate, func(tx *gorm.DB) (string, any, any, error) {
+		var before []supplierRow
+		if err := tx.Raw(`SELECT * FROM import_suppliers WHERE code = ? FOR UPDATE`, code).Scan(&before).Error; err != nil {
+			return "", nil, nil, err
+		}
+		if len(before) == 0 {
+			return "", nil, nil, dataimport.ErrSupplierNotFound(code)
+		}
+		set := map[string]any{"updated_at": time.Now().UTC()}
+		after := supplierSettingsAudit{RequireProducts: before[0].RequireProducts, Market: before[0].Market}
+		if s.RequireProducts != nil {
+			set["require_products"], after.RequireProducts = *s.RequireProducts, *s.RequireProducts
+		}
+		if s.Market != nil {
+			set["market"], after.Market = *s.Market, *s.Market
+		}
+		if err := tx.Model(&supplierRow{}).Where("code = ?", code).Updates(set).Error; err != nil {
+			return "", nil, nil, err
+		}
+		return "supplier:" + code, supplierSettingsAudit{RequireProducts: before[0].RequireProducts, Market: before[0].Market}, after, nil
+	})
+	if err != nil {
+		if _, ok := dataimport.AsError(err); ok {
+			return dataimport.Supplier{}, err
+		}
+		return dataimport.Supplier{}, fmt.Errorf("update supplier %q: %w", code, err)
+	}
+	return db.SupplierByCode(ctx, code)
+}
+
+// supplierSettingsAudit is the audit row's view of a supplier's settings.
+type supplierSettingsAudit struct {
+	RequireProducts bool   `json:"require_products"`
+	Market          string `json:"market"`
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"gorm.io/gorm"
 )
 
 // States of a welcome e-mail (migration 00008). Only a claim (pending →
@@ -149,12 +151,22 @@ func (db *DB) UnknownWelcomeEmails(ctx context.Context) ([]WelcomeEmail, error) 
 // decided that it did not arrive (or that a second copy is acceptable). The
 // next attempt sends it with the same Message-ID.
 func (db *DB) ResendWelcomeEmail(ctx context.Context, id int64) error {
-	res := db.gorm.WithContext(ctx).Exec(`
-		UPDATE welcome_emails SET state = 'pending', claimed_at = NULL WHERE id = ? AND state = 'unknown'`, id)
-	if res.Error != nil {
-		return fmt.Errorf("resend welcome e-mail %d: %w", id, res.Error)
+	var changed bool
+	err := db.audited(ctx, AuditEmailResend, func(tx *gorm.DB) (string, any, any, error) {
+		res := tx.Exec(`UPDATE welcome_emails SET state = 'pending', claimed_at = NULL WHERE id = ? AND state = 'unknown'`, id)
+		if res.Error != nil {
+			return "", nil, nil, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return "", nil, nil, errNoChange
+		}
+		changed = true
+		return fmt.Sprintf("welcome_email:%d", id), map[string]string{"state": "unknown"}, map[string]string{"state": "pending"}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("resend welcome e-mail %d: %w", id, err)
 	}
-	if res.RowsAffected == 1 {
+	if changed {
 		return nil
 	}
 	w, err := db.WelcomeEmail(ctx, id)

@@ -19,12 +19,16 @@ import (
 const (
 	QueueAccounts = "accounts"
 	QueueEmails   = "emails"
+	// QueueWebhooks is served by a separate asynq server in the worker
+	// (WEBHOOK_CONCURRENCY), so slow receivers never hold creation workers.
+	QueueWebhooks = "webhooks"
 )
 
 // Task types.
 const (
-	TypeCreateAccount = "account:create"
-	TypeWelcomeEmail  = "account:welcome_email"
+	TypeCreateAccount   = "account:create"
+	TypeWelcomeEmail    = "account:welcome_email"
+	TypeWebhookDelivery = "webhook:deliver"
 )
 
 // CreateAccount is the payload of one account-creation attempt.
@@ -119,4 +123,39 @@ func Decode(t *asynq.Task, v any) error {
 		return fmt.Errorf("decode %s payload: %w: %w", t.Type(), err, asynq.SkipRetry)
 	}
 	return nil
+}
+
+// WebhookDelivery is the payload of one webhook attempt: the delivery and
+// the attempt count and due time Postgres had when it was scheduled. The
+// schedule itself lives in Postgres (webhook_deliveries.next_attempt_at);
+// this task is only the wake-up, and the reconciler makes it again from the
+// row if Redis loses it.
+type WebhookDelivery struct {
+	DeliveryID int64 `json:"delivery_id"`
+	EndpointID int64 `json:"endpoint_id"` // for the per-endpoint in-flight bound, taken before anything else
+	Attempts   int   `json:"attempts"`
+	DueAtMicro int64 `json:"due_at_us"`
+}
+
+// TaskID names the attempt: the same row state always gives the same id,
+// so the dispatcher, the previous attempt and the reconciler never make two
+// tasks for one attempt; a replay (attempts back to 0, due now) gets a new one.
+func (p WebhookDelivery) TaskID() string {
+	return "webhook:" + strconv.FormatInt(p.DeliveryID, 10) + ":" + strconv.Itoa(p.Attempts) + ":" + strconv.FormatInt(p.DueAtMicro, 10)
+}
+
+// Task builds the asynq task, held until the attempt is due. Retries of the
+// task itself are only for "endpoint busy" and database errors: a failed
+// HTTP attempt is settled in Postgres and scheduled as a new task.
+func (p WebhookDelivery) Task() (*asynq.Task, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", TypeWebhookDelivery, err)
+	}
+	opts := []asynq.Option{asynq.TaskID(p.TaskID()), asynq.Queue(QueueWebhooks), asynq.MaxRetry(1 << 20),
+		asynq.Timeout(time.Minute)}
+	if due := time.UnixMicro(p.DueAtMicro); time.Until(due) > 0 {
+		opts = append(opts, asynq.ProcessAt(due))
+	}
+	return asynq.NewTask(TypeWebhookDelivery, b, opts...), nil
 }

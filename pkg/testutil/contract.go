@@ -41,6 +41,39 @@ type Contract struct {
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler
 	schemas  map[string]*jsonschema.Schema // by document location
+	// Request bodies are read with the server's documented leniency: a
+	// schema marked x-also-accepts-json-number (Decimal, Money) is a
+	// string in the document, for generators, and the API also accepts a
+	// JSON number there. Responses get no leniency.
+	reqCompiler *jsonschema.Compiler
+	reqSchemas  map[string]*jsonschema.Schema
+}
+
+// acceptsNumberKey marks a string schema whose value may also be sent as a
+// JSON number.
+const acceptsNumberKey = "x-also-accepts-json-number"
+
+// lenientRequests returns a copy of the document tree in which every schema
+// marked acceptsNumberKey admits numbers as well as strings.
+func lenientRequests(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = lenientRequests(e)
+		}
+		if t[acceptsNumberKey] == true {
+			out["type"] = []any{"string", "number"}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = lenientRequests(e)
+		}
+		return out
+	}
+	return v
 }
 
 var contract struct {
@@ -66,7 +99,12 @@ func loadContract(raw []byte) (*Contract, error) {
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("openapi: invalid document: %w", err)
 	}
-	r, err := legacy.NewRouter(doc)
+	// The document's servers entry is relative ("/", wherever it is
+	// served); the suite's servers listen on random ports, so routes are
+	// matched on the path alone.
+	routed := *doc
+	routed.Servers = nil
+	r, err := legacy.NewRouter(&routed)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: router: %w", err)
 	}
@@ -76,13 +114,26 @@ func loadContract(raw []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
+	comp, err := newCompiler(tree)
+	if err != nil {
+		return nil, err
+	}
+	reqComp, err := newCompiler(lenientRequests(tree))
+	if err != nil {
+		return nil, err
+	}
+	return &Contract{Doc: doc, router: r, compiler: comp, schemas: map[string]*jsonschema.Schema{},
+		reqCompiler: reqComp, reqSchemas: map[string]*jsonschema.Schema{}}, nil
+}
+
+func newCompiler(tree any) (*jsonschema.Compiler, error) {
 	comp := jsonschema.NewCompiler()
 	comp.DefaultDraft(jsonschema.Draft2020)
 	comp.AssertFormat()
 	if err := comp.AddResource(documentURL, tree); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	return &Contract{Doc: doc, router: r, compiler: comp, schemas: map[string]*jsonschema.Schema{}}, nil
+	return comp, nil
 }
 
 // Operations lists every operation of the document as "METHOD /path/template".
@@ -256,7 +307,7 @@ func (c *Contract) checkRequestBody(route *routers.Route, contentType string, bo
 	if base == "" {
 		base = operationPointer(route) + "/requestBody"
 	}
-	return c.checkContent(base, ref.Value.Content, contentType, body)
+	return c.checkContent(base, ref.Value.Content, contentType, body, true)
 }
 
 // checkResponse validates the status, the headers and the body of a
@@ -279,7 +330,7 @@ func (c *Contract) checkResponse(route *routers.Route, status int, header http.H
 		}
 	}
 	if len(ref.Value.Content) > 0 {
-		if err := c.checkContent(base, ref.Value.Content, header.Get("Content-Type"), body); err != nil {
+		if err := c.checkContent(base, ref.Value.Content, header.Get("Content-Type"), body, false); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
@@ -320,7 +371,7 @@ func (c *Contract) checkHeader(loc string, ref *openapi3.HeaderRef, name string,
 
 // checkContent finds the media type of contentType in content (under the
 // document location base) and validates body against its schema.
-func (c *Contract) checkContent(base string, content openapi3.Content, contentType string, body []byte) error {
+func (c *Contract) checkContent(base string, content openapi3.Content, contentType string, body []byte, request bool) error {
 	media := content.Get(contentType)
 	if media == nil {
 		return fmt.Errorf("content type %q is not documented (documented: %s)", contentType, strings.Join(slices.Sorted(maps.Keys(content)), ", "))
@@ -341,7 +392,11 @@ func (c *Contract) checkContent(base string, content openapi3.Content, contentTy
 			return fmt.Errorf("body is not JSON: %w", err)
 		}
 	}
-	if err := c.validate(base+"/content/"+pointerEscape(key)+"/schema", v); err != nil {
+	validate := c.validate
+	if request {
+		validate = c.validateRequest
+	}
+	if err := validate(base+"/content/"+pointerEscape(key)+"/schema", v); err != nil {
 		return fmt.Errorf("body: %w", err)
 	}
 	return nil
@@ -352,15 +407,24 @@ func (c *Contract) checkContent(base string, content openapi3.Content, contentTy
 // OpenAPI 3.1, formats asserted) and reused: kin-openapi compiles them
 // again on every validation, which would add minutes to the suite.
 func (c *Contract) validate(loc string, v any) error {
+	return c.validateWith(c.compiler, c.schemas, loc, v)
+}
+
+// validateRequest is validate with the request leniency (lenientRequests).
+func (c *Contract) validateRequest(loc string, v any) error {
+	return c.validateWith(c.reqCompiler, c.reqSchemas, loc, v)
+}
+
+func (c *Contract) validateWith(comp *jsonschema.Compiler, cache map[string]*jsonschema.Schema, loc string, v any) error {
 	c.mu.Lock()
-	sch, ok := c.schemas[loc]
+	sch, ok := cache[loc]
 	if !ok {
 		var err error
-		if sch, err = c.compiler.Compile(documentURL + loc); err != nil {
+		if sch, err = comp.Compile(documentURL + loc); err != nil {
 			c.mu.Unlock()
 			return fmt.Errorf("schema %s does not compile: %w", loc, err)
 		}
-		c.schemas[loc] = sch
+		cache[loc] = sch
 	}
 	c.mu.Unlock()
 	return sch.Validate(v)
@@ -414,7 +478,7 @@ func (c *Contract) checkUnrouted(tb testing.TB, where string, pathKnown bool, st
 		tb.Errorf("contract: components.responses.%s is missing from the OpenAPI document", response)
 		return
 	}
-	if err := c.checkContent("#/components/responses/"+response, ref.Value.Content, header.Get("Content-Type"), respBody); err != nil {
+	if err := c.checkContent("#/components/responses/"+response, ref.Value.Content, header.Get("Content-Type"), respBody, false); err != nil {
 		tb.Errorf("contract: %s: the response does not match components.responses.%s:\n%s\nresponse body: %.2000s", where, response, indent(err.Error()), respBody)
 	}
 }

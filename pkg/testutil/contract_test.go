@@ -2,10 +2,13 @@ package testutil
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
 )
 
 // recordingTB captures what checkContract reports instead of failing.
@@ -28,6 +31,17 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the API answers: the account as it writes it back (decimals and
+	// money as strings), while the request sends JSON numbers, which the
+	// API accepts on input (x-also-accepts-json-number).
+	var acc dataimport.Account
+	if err := stdjson.Unmarshal(account, &acc); err != nil {
+		t.Fatal(err)
+	}
+	echoed, err := stdjson.Marshal(acc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	json := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {"r1"}}
 	noID := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 	for _, tc := range []struct {
@@ -39,8 +53,9 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 	}{
 		{"valid error envelope", "POST", validate, `{}`, 400, json,
 			`{"detail":"x","code":"account_failed_validation","errors":[{"detail":"d","code":"required","attr":"sales_channel"}]}`, ""},
-		{"valid account echoed", "POST", validate, string(account), 200, json, string(account), ""},
-		{"path without trailing slash", "POST", strings.TrimSuffix(validate, "/"), string(account), 200, json, string(account), ""},
+		{"valid account echoed", "POST", validate, string(account), 200, json, string(echoed), ""},
+		{"path without trailing slash", "POST", strings.TrimSuffix(validate, "/"), string(account), 200, json, string(echoed), ""},
+		{"decimal written as a JSON number", "POST", validate, string(account), 200, json, string(account), "got number, want string"},
 		{"undocumented status", "POST", validate, `{}`, 418, json, `{"detail":"x","code":"teapot"}`, "status 418 is not documented"},
 		{"undocumented field", "POST", validate, `{}`, 400, json, `{"detail":"x","code":"parse_error","hint":"y"}`, "additional properties 'hint' not allowed"},
 		{"undocumented code", "POST", validate, `{}`, 400, json, `{"detail":"x","code":"teapot"}`, "value must be one of"},
@@ -56,6 +71,16 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 		{"wrong type in a list", "GET", "/v1/data-import/all-account-import-processes/S/?page_size=1", "", 200,
 			http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r"}, "Link": {`</x?page_size=1&cursor=QQ>; rel="next"`}},
 			`[{"external_account_number":"E","platform_account_number":"","account_created_at":null}]`, "does not match pattern"},
+		// Issue 21: a datetime with microseconds (what encoding/json writes
+		// for a time.Time) or an offset is drift from YYYY-MM-DDTHH:MM:SSZ.
+		{"datetime with microseconds in a list", "GET", "/v1/data-import/all-account-import-processes/S/", "", 200, json,
+			`[{"external_account_number":"E","platform_account_number":"A-0000000A","account_created_at":"2026-11-23T08:58:33.694368Z"}]`, "does not match pattern"},
+		{"datetime with microseconds in a status", "GET", "/v1/data-import/account-transfer-status/S/E/", "", 200, json,
+			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33.694368Z","modified_at":"2026-11-23T08:58:33Z"}`, "does not match pattern"},
+		{"datetime with an offset in a v2 status", "GET", "/v2/data-import/accounts/S/E/", "", 200, json,
+			`{"status":"PENDING","scheduled":false,"platform_account_number":"","created_at":"2026-11-23T08:58:33+01:00","modified_at":"2026-11-23T08:58:33Z","schedule_window_start":null,"schedule_window_end":null,"latest_event":null,"latest_error":null}`, "does not match pattern"},
+		{"whole-second UTC datetimes pass", "GET", "/v1/data-import/account-transfer-status/S/E/", "", 200, json,
+			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33Z","modified_at":"2026-11-23T08:58:33Z"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, "http://api.test"+tc.path, bytes.NewReader([]byte(tc.reqBody)))

@@ -95,6 +95,12 @@ func (s *Stack) Supplier(code string) dataimport.Supplier {
 // obtains an access token through GraphQL.
 func (s *Stack) Tenant(org string, suppliers ...string) Tenant {
 	s.TB.Helper()
+	return s.ScopedTenant(org, nil, suppliers...)
+}
+
+// ScopedTenant is Tenant with a key that carries scopes (dataimport.Scopes).
+func (s *Stack) ScopedTenant(org string, scopes []string, suppliers ...string) Tenant {
+	s.TB.Helper()
 	ctx := context.Background()
 	if _, err := s.DB.CreateOrganisation(ctx, org); err != nil {
 		s.TB.Fatal(err)
@@ -103,7 +109,7 @@ func (s *Stack) Tenant(org string, suppliers ...string) Tenant {
 	if err != nil {
 		s.TB.Fatal(err)
 	}
-	if err := s.DB.CreateAPIKey(ctx, postgres.NewAPIKey{Organisation: org, Suppliers: suppliers, Prefix: k.Prefix, Hash: k.Hash}); err != nil {
+	if err := s.DB.CreateAPIKey(ctx, postgres.NewAPIKey{Organisation: org, Suppliers: suppliers, Prefix: k.Prefix, Hash: k.Hash, Scopes: scopes}); err != nil {
 		s.TB.Fatal(err)
 	}
 	t := Tenant{Org: org, APIKey: k.Plain, Prefix: k.Prefix}

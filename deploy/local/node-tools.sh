@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the pinned npm tools (tools/node/package.json and its lock file:
+# Redocly CLI, openapi-typescript, TypeScript) into tools/node/node_modules,
+# once: an install newer than the lock file is kept. Prints the directory of
+# their executables. Used by make test, make sdk and the SDK tests.
+set -euo pipefail
+dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/node"
+stamp="$dir/node_modules/.package-lock.json"
+if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
+  command -v npm >/dev/null || { echo "node-tools: npm is required (Node.js 20 or later)" >&2; exit 1; }
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+fi
+echo "$dir/node_modules/.bin"

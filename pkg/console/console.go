@@ -1,0 +1,232 @@
+// Package console is the operator console (issue 20, CONTRACT §12): a small
+// server-rendered site on its own listener (CONSOLE_ADDR), never on the
+// partner port. Go html/template pages, htmx for the live parts and Chart.js
+// for the chart, both vendored and embedded (static/vendor, licences kept),
+// so it works offline. Every change an operator makes goes through the same
+// store calls as importctl, under the actor operator:<name>, and so lands in
+// the audit log in the transaction of the change.
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/csrf"
+	"github.com/hibiken/asynq"
+
+	"github.com/gridshift/dataimport/pkg/postgres"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// Throttle slows down repeated failed logins per client (the same Redis
+// throttle as obtainToken's, under its own prefix).
+type Throttle interface {
+	Blocked(ctx context.Context, key string) (bool, time.Duration, error)
+	Failed(ctx context.Context, key string, n int) error
+}
+
+// Inspector is the part of asynq's Inspector the overview reads.
+type Inspector interface {
+	Servers() ([]*asynq.ServerInfo, error)
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
+}
+
+// Config holds the console's settings.
+type Config struct {
+	// CookieSecure marks the session and CSRF cookies Secure (default; only
+	// CONSOLE_COOKIE_SECURE=false turns it off, for plain-http local use).
+	CookieSecure bool
+	SessionTTL   time.Duration
+	// CSRFKey authenticates the CSRF cookie; every replica must share it.
+	CSRFKey []byte
+	// OverviewCacheTTL: the overview's aggregates are computed at most once
+	// per this interval per process, however many operators watch it.
+	OverviewCacheTTL time.Duration
+}
+
+// Deps are the console's collaborators.
+type Deps struct {
+	Store     *postgres.DB
+	Inspector Inspector
+	Throttle  Throttle
+	Logger    *slog.Logger
+	// Sections the lead fills when webhooks and bulk jobs land on main:
+	// each returns rows for the overview; nil shows "not available".
+	Webhooks WebhookHealth
+	BulkJobs BulkJobProgress
+}
+
+// WebhookHealth lists webhook endpoints and their health for the overview.
+// HOOK: no webhook endpoints exist on main yet; wire the store's reader here.
+type WebhookHealth func(ctx context.Context) ([]WebhookEndpoint, error)
+
+// WebhookEndpoint is one row of the overview's webhook section.
+type WebhookEndpoint struct {
+	Organisation, URL, Health string
+	LastDelivery              *time.Time
+	Failing                   int64
+}
+
+// BulkJobProgress lists bulk jobs in progress for the overview.
+// HOOK: no bulk jobs exist on main yet; wire the store's reader here.
+type BulkJobProgress func(ctx context.Context) ([]BulkJob, error)
+
+// BulkJob is one row of the overview's bulk-job section.
+type BulkJob struct {
+	ID, Supplier, Status string
+	Done, Total          int64
+}
+
+// Percent is the job's progress for its bar.
+func (j BulkJob) Percent() int64 {
+	if j.Total <= 0 {
+		return 0
+	}
+	return j.Done * 100 / j.Total
+}
+
+// Console serves the pages.
+type Console struct {
+	cfg      Config
+	deps     Deps
+	pages    map[string]*template.Template
+	overview overviewCache
+}
+
+// csrfField is the form field carrying the CSRF token.
+const csrfField = "csrf_token"
+
+// New builds the console's handler.
+func New(cfg Config, deps Deps) (http.Handler, error) {
+	if len(cfg.CSRFKey) != 32 {
+		return nil, errors.New("console: the CSRF key must be 32 bytes")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.OverviewCacheTTL <= 0 {
+		cfg.OverviewCacheTTL = time.Second
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	c := &Console{cfg: cfg, deps: deps}
+	var err error
+	if c.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheable(http.FileServerFS(static))))
+	mux.HandleFunc("GET /login", c.loginPage)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	mux.HandleFunc("GET /password", c.passwordPage)
+	mux.HandleFunc("POST /password", c.changePassword)
+	mux.HandleFunc("GET /{$}", c.overviewPage)
+	mux.HandleFunc("GET /overview/live", c.overviewLive)
+	mux.HandleFunc("GET /overview/chart.json", c.chartData)
+	mux.HandleFunc("POST /limit", c.setLimit)
+	mux.HandleFunc("GET /suppliers/{code}", c.supplierPage)
+	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
+	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
+	mux.HandleFunc("POST /suppliers/{code}/accounts/{external}/skip", c.skipAccount)
+	mux.HandleFunc("GET /audit", c.auditPage)
+
+	protect := csrf.Protect(cfg.CSRFKey,
+		csrf.Secure(cfg.CookieSecure), csrf.HttpOnly(true), csrf.SameSite(csrf.SameSiteStrictMode), csrf.Path("/"),
+		csrf.FieldName(csrfField), csrf.CookieName("console_csrf"), csrf.MaxAge(int(cfg.SessionTTL.Seconds())),
+		csrf.ErrorHandler(http.HandlerFunc(c.csrfFailed)))
+	// Order: security headers, then the session (no session: to /login,
+	// whatever the method), then CSRF on every state-changing request
+	// (login included), then the page.
+	return c.accessLog(c.headers(c.authenticate(c.plaintext(protect(mux))))), nil
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// accessLog logs every console request (JSON, like the API's): method, path
+// (never the query, which may carry an account number), status, time taken.
+func (c *Console) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		c.deps.Logger.InfoContext(r.Context(), "console request", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000, "client_ip", clientIP(r))
+	})
+}
+
+// plaintext tells gorilla/csrf the console is served over plain HTTP when
+// cookies are not Secure, so it checks the Origin header against http://.
+func (c *Console) plaintext(next http.Handler) http.Handler {
+	if c.cfg.CookieSecure {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, csrf.PlaintextHTTPRequest(r))
+	})
+}
+
+func (c *Console) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *Console) csrfFailed(w http.ResponseWriter, r *http.Request) {
+	c.deps.Logger.WarnContext(r.Context(), "console request refused: CSRF", "path", r.URL.Path, "reason", csrf.FailureReason(r))
+	http.Error(w, "Forbidden: the form's security token is missing or stale. Reload the page and try again.", http.StatusForbidden)
+}
+
+// clientIP is the peer address: the console is an internal listener, no
+// proxy headers are believed.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

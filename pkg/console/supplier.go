@@ -1,0 +1,106 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+)
+
+func urlQuery(s string) string { return url.QueryEscape(s) }
+
+func (c *Console) supplierPage(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("code")
+	sup, err := c.deps.Store.SupplierByCode(r.Context(), code)
+	if err != nil {
+		c.notFoundOr(w, r, err)
+		return
+	}
+	groups, err := c.deps.Store.SupplierErrors(r.Context(), code)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "supplier", map[string]any{"Supplier": sup, "Errors": groups,
+		"Statuses": []dataimport.SupplierStatus{dataimport.SupplierOngoing, dataimport.SupplierPaused, dataimport.SupplierComplete},
+		"Flash":    r.URL.Query().Get("done")})
+}
+
+// setSupplierStatus is the console's `importctl supplier set-status`. The
+// page asks for confirmation before it posts.
+func (c *Console) setSupplierStatus(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("code")
+	st, ok := dataimport.ParseSupplierStatus(r.PostFormValue("status"))
+	if !ok {
+		http.Error(w, "status: use Ongoing, Paused or Complete", http.StatusBadRequest)
+		return
+	}
+	if err := c.deps.Store.SetSupplierStatus(r.Context(), code, st); err != nil {
+		c.notFoundOr(w, r, err)
+		return
+	}
+	c.invalidateOverview()
+	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"?done="+urlQuery("status set to "+string(st)))
+}
+
+// accountPage finds an account by external or platform number and shows
+// its timeline.
+func (c *Console) accountPage(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("code")
+	q := strings.TrimSpace(r.URL.Query().Get("number"))
+	data := map[string]any{"Supplier": code, "Number": q, "Flash": r.URL.Query().Get("done")}
+	if q == "" || len(q) > 128 {
+		data["Error"] = "Give an external or platform account number (at most 128 characters)."
+		c.render(w, r, http.StatusBadRequest, "account", data)
+		return
+	}
+	t, err := c.deps.Store.FindTimeline(r.Context(), code, q)
+	if errors.Is(err, postgres.ErrProcessNotFound) {
+		data["Error"] = "No account " + q + " for supplier " + code + "."
+		c.render(w, r, http.StatusNotFound, "account", data)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	data["Timeline"] = t
+	c.render(w, r, http.StatusOK, "account", data)
+}
+
+// skipAccount is the console's `importctl account skip`.
+func (c *Console) skipAccount(w http.ResponseWriter, r *http.Request) {
+	code, external := r.PathValue("code"), r.PathValue("external")
+	err := c.deps.Store.MarkSkipped(r.Context(), code, external)
+	if e, ok := dataimport.AsError(err); ok && e.Code == dataimport.CodeImportInProgress {
+		http.Error(w, e.Detail, http.StatusConflict)
+		return
+	}
+	if err != nil {
+		c.notFoundOr(w, r, err)
+		return
+	}
+	c.invalidateOverview()
+	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"/accounts?number="+urlQuery(external)+"&done="+urlQuery("marked skipped"))
+}
+
+func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {
+	if e, ok := dataimport.AsError(err); ok && (e.Code == dataimport.CodeSupplierNotFound || e.Code == dataimport.CodeNotFound) {
+		http.Error(w, e.Detail, http.StatusNotFound)
+		return
+	}
+	c.fail(w, r, err)
+}
+
+func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
+	rows, err := c.deps.Store.AuditLog(r.Context(), time.Time{}, 500)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "audit", map[string]any{"Rows": rows})
+}

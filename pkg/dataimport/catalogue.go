@@ -1,0 +1,135 @@
+package dataimport
+
+import "fmt"
+
+// Catalogue is the part of the product catalogue an account refers to,
+// loaded by the store; CheckCatalogue applies the rules to it without I/O.
+type Catalogue struct {
+	Tariffs  map[string]CatalogueTariff  // by tariff code
+	Products map[string]CatalogueProduct // by product code
+}
+
+// CatalogueTariff is a tariff with its product's availability.
+type CatalogueTariff struct {
+	Fuel    Fuel
+	Product CatalogueProduct
+}
+
+// CatalogueProduct is a product's code, availability and tariffs' fuels.
+type CatalogueProduct struct {
+	Code          string
+	AvailableFrom Date
+	AvailableTo   *Date
+	Fuels         []Fuel
+}
+
+func (p CatalogueProduct) availableOn(d Date) bool {
+	return !d.Before(p.AvailableFrom) && (p.AvailableTo == nil || !d.After(*p.AvailableTo))
+}
+
+func (p CatalogueProduct) hasFuel(f Fuel) bool {
+	for _, x := range p.Fuels {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// CatalogueCodes lists the tariff and product codes an account names: its
+// agreements' and its SUPPLY_CHARGE transactions'.
+func (a *Account) CatalogueCodes() (tariffs, products []string) {
+	for _, sa := range a.SupplyAddresses {
+		for _, mp := range sa.MeterPoints {
+			for _, ag := range mp.Agreements {
+				switch {
+				case given(ag.TariffCode):
+					tariffs = append(tariffs, *ag.TariffCode)
+				case given(ag.ProductCode):
+					products = append(products, *ag.ProductCode)
+				}
+			}
+		}
+	}
+	return tariffs, append(products, TransactionProductCodes(a.CurrentStatementTransactions)...)
+}
+
+// TransactionProductCodes lists the product codes of SUPPLY_CHARGE transactions.
+func TransactionProductCodes(txs []Transaction) []string {
+	var out []string
+	for _, t := range txs {
+		if t.Type == TransactionSupplyCharge && given(t.ProductCode) {
+			out = append(out, *t.ProductCode)
+		}
+	}
+	return out
+}
+
+// CheckCatalogue applies the rules of a supplier that requires products
+// (CONTRACT §10) to a validated account: every agreement's tariff (or,
+// failing that, product) exists, is available on the agreement's
+// valid_from and supplies the meter point's fuel; every SUPPLY_CHARGE names
+// an existing product.
+func CheckCatalogue(a *Account, cat Catalogue) []FieldError {
+	c := &collector{}
+	for i := range a.SupplyAddresses {
+		sa := &a.SupplyAddresses[i]
+		mps := itemOf("supply_addresses", i).field("meter_points").String()
+		for j := range sa.MeterPoints {
+			mp := &sa.MeterPoints[j]
+			ags := itemOf(mps, j).field("agreements").String()
+			for k := range mp.Agreements {
+				checkAgreement(c, &mp.Agreements[k], mp.Fuel, itemOf(ags, k), cat)
+			}
+		}
+	}
+	c.addAll(CheckTransactionProducts(a.CurrentStatementTransactions, "current_statement_transactions", cat))
+	return c.list()
+}
+
+func checkAgreement(c *collector, ag *Agreement, fuel Fuel, it item, cat Catalogue) {
+	var p CatalogueProduct
+	var at attr
+	switch {
+	case given(ag.TariffCode):
+		at = it.field("tariff_code")
+		t, ok := cat.Tariffs[*ag.TariffCode]
+		if !ok {
+			c.addAt(at, CodeTariffCodeNotFound, fmt.Sprintf("Tariff %q is not in the product catalogue.", *ag.TariffCode))
+			return
+		}
+		if t.Fuel != fuel {
+			c.addAt(at, CodeTariffFuelMismatch, fmt.Sprintf("Tariff %q is for %s; the meter point is %s.", *ag.TariffCode, t.Fuel, fuel))
+		}
+		p = t.Product
+	case given(ag.ProductCode):
+		at = it.field("product_code")
+		var ok bool
+		if p, ok = cat.Products[*ag.ProductCode]; !ok {
+			c.addAt(at, CodeProductNotFound, fmt.Sprintf("Product %q is not in the product catalogue.", *ag.ProductCode))
+			return
+		}
+		if !p.hasFuel(fuel) {
+			c.addAt(at, CodeTariffFuelMismatch, fmt.Sprintf("Product %q has no %s tariff.", p.Code, fuel))
+		}
+	default:
+		return
+	}
+	if !p.availableOn(ag.ValidFrom) {
+		c.addAt(at, CodeProductNotAvailable, fmt.Sprintf("Product %q is not available on %s.", p.Code, ag.ValidFrom))
+	}
+}
+
+// CheckTransactionProducts requires each SUPPLY_CHARGE's product to exist.
+func CheckTransactionProducts(txs []Transaction, path string, cat Catalogue) []FieldError {
+	c := &collector{}
+	for i, t := range txs {
+		if t.Type != TransactionSupplyCharge || !given(t.ProductCode) {
+			continue
+		}
+		if _, ok := cat.Products[*t.ProductCode]; !ok {
+			c.addAt(itemOf(path, i).field("product_code"), CodeProductNotFound, fmt.Sprintf("Product %q is not in the product catalogue.", *t.ProductCode))
+		}
+	}
+	return c.list()
+}
