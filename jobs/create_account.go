@@ -292,6 +292,17 @@ var errUnknownMarket = errors.New("unknown market")
 // revalidate runs the same rules as validate and stage: pure validation
 // with the supplier's phone region and market, then the catalogue check.
 func (h *CreateAccountHandler) revalidate(ctx context.Context, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
+	return revalidate(ctx, h.Store, lp, now)
+}
+
+// Catalogue checks an account against the product catalogue.
+type Catalogue interface {
+	CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier, a *dataimport.Account) error
+}
+
+// revalidate is the creation-time validation of a staged payload, shared by
+// the per-account task and bulk jobs.
+func revalidate(ctx context.Context, cat Catalogue, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
 	m, err := market.For(lp.Supplier.Market)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnknownMarket, err)
@@ -300,7 +311,7 @@ func (h *CreateAccountHandler) revalidate(ctx context.Context, lp postgres.Loade
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Store.CheckAccountCatalogue(ctx, lp.Supplier, acc); err != nil {
+	if err := cat.CheckAccountCatalogue(ctx, lp.Supplier, acc); err != nil {
 		return nil, err
 	}
 	return acc, nil

@@ -13,12 +13,16 @@ import (
 type Deps struct {
 	CreateAccount asynq.Handler
 	WelcomeEmail  asynq.Handler
+	BulkJob       asynq.Handler // nil: bulk jobs are not run here
 }
 
 // NewMux registers every task handler.
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Handle(queue.TypeCreateAccount, d.CreateAccount)
+	if d.BulkJob != nil {
+		mux.Handle(queue.TypeBulkJob, d.BulkJob)
+	}
 	if d.WelcomeEmail != nil {
 		mux.Handle(queue.TypeWelcomeEmail, d.WelcomeEmail)
 	}

@@ -49,6 +49,7 @@ type Reconciler struct {
 	Slots  SlotSweeper
 	Notify Publisher
 	Emails EmailOutbox // nil: e-mails are not reconciled
+	Jobs   JobWaker    // nil: bulk jobs are not reconciled
 	Log    *slog.Logger
 	Every  time.Duration // how often to look
 	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
@@ -144,6 +145,9 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 		return requeued, err
 	}
 	if err := r.sweepSlots(ctx); err != nil {
+		return requeued, err
+	}
+	if err := r.wakeJobs(ctx); err != nil {
 		return requeued, err
 	}
 	return requeued, r.resendEmails(ctx, batch)

@@ -82,7 +82,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		return nil, err
 	}
 	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait,
-		IdempotencyTTL: cfg.IdempotencyTTL}, httpapi.Deps{
+		IdempotencyTTL: cfg.IdempotencyTTL, MaxJobBytes: cfg.MaxJobBytes}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,
 		Schema:   schema,
@@ -95,6 +95,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 
 		Documents:   docs,
 		Idempotency: db,
+		Jobs:        db,
 	})
 	if cfg.ConsoleAddr != "" {
 		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {

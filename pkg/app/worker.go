@@ -69,10 +69,11 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
-	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
+	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Log: log, Now: time.Now, Lease: cfg.JobLease}
+	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, BulkJob: bulk, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
-		Emails: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
+		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
 	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{

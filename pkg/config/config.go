@@ -33,13 +33,18 @@ type Config struct {
 	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
 	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
 	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
-	SMTPURL           string        `env:"SMTP_URL"`
-	SMTPFrom          string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
-	DocumentStoreURL  string        `env:"DOCUMENT_STORE_URL"`
-	StripeAPIKey      string        `env:"STRIPE_API_KEY"` // empty: vendor STRIPE not configured
-	StripeAPIURL      string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
-	LogLevel          string        `env:"LOG_LEVEL" envDefault:"info"`
-	PprofAddr         string        `env:"PPROF_ADDR"` // empty: profiler off
+	// Bulk import jobs (CONTRACT §11): the largest upload (compressed or
+	// not, and its decompressed size), and how long a worker holds a job
+	// before another may take it over.
+	MaxJobBytesRaw   string        `env:"MAX_JOB_BYTES" envDefault:"2GiB"`
+	JobLease         time.Duration `env:"JOB_LEASE" envDefault:"30s"`
+	SMTPURL          string        `env:"SMTP_URL"`
+	SMTPFrom         string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
+	DocumentStoreURL string        `env:"DOCUMENT_STORE_URL"`
+	StripeAPIKey     string        `env:"STRIPE_API_KEY"` // empty: vendor STRIPE not configured
+	StripeAPIURL     string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
+	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
+	PprofAddr        string        `env:"PPROF_ADDR"` // empty: profiler off
 	// Operator console (issue 20): its own listener, off when empty.
 	ConsoleAddr         string        `env:"CONSOLE_ADDR"`
 	ConsoleCookieSecure bool          `env:"CONSOLE_COOKIE_SECURE" envDefault:"true"` // false only for plain-http local use
@@ -67,6 +72,7 @@ type Config struct {
 	RedisPassword         string   `env:"REDIS_PASSWORD"`
 
 	MaxBodyBytes int64 `env:"-"`
+	MaxJobBytes  int64 `env:"-"`
 }
 
 // Load reads the environment and fills derived values.
@@ -80,6 +86,13 @@ func Load() (Config, error) {
 		return c, fmt.Errorf("config: MAX_BODY_BYTES=%q: must be a size such as 5MiB", c.MaxBodyBytesRaw)
 	}
 	c.MaxBodyBytes = int64(n)
+	if n, err = humanize.ParseBytes(c.MaxJobBytesRaw); err != nil || n == 0 {
+		return c, fmt.Errorf("config: MAX_JOB_BYTES=%q: must be a size such as 2GiB", c.MaxJobBytesRaw)
+	}
+	c.MaxJobBytes = int64(n)
+	if c.JobLease < time.Second {
+		return c, fmt.Errorf("config: JOB_LEASE must be at least 1s, such as 30s")
+	}
 	if c.WorkerConcurrency <= 0 {
 		c.WorkerConcurrency = 2 * runtime.NumCPU()
 	}

@@ -70,6 +70,7 @@ type Config struct {
 	TrustedProxies []string
 	ProcessWait    time.Duration // how long create-account waits before 202
 	IdempotencyTTL time.Duration // how long an Idempotency-Key's answer is kept; 0: DefaultIdempotencyTTL
+	MaxJobBytes    int64         // the largest bulk job upload; 0: DefaultMaxJobBytes
 }
 
 // Deps are the collaborators of the API.
@@ -87,6 +88,8 @@ type Deps struct {
 	Documents DocumentChecker // nil: document paths are not looked up
 
 	Idempotency IdempotencyStore // nil: Idempotency-Key is ignored
+
+	Jobs JobStore // nil: the bulk job endpoints are not served
 }
 
 // maxGraphQLBodyBytes bounds a GraphQL request. The query itself is
@@ -148,6 +151,10 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s.routes(v1)
 	s.routesV2(v2)
+	if deps.Jobs != nil {
+		// Streamed uploads: no bodyRules, no body-hashing idempotency (jobs.go).
+		s.jobRoutes(e.Group("/v1/data-import/jobs", s.authenticate(), checkURLValues()))
+	}
 	s.engine = e
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -24,78 +25,118 @@ import (
 // connection that cannot roll back is thrown away, never reused mid-transaction.
 
 func (db *DB) createAccountOnce(ctx context.Context, in CreationInput, number string) (CreationResult, error) {
-	// Every row is encoded before the transaction starts, so the row lock
-	// and the writer slot are held only for the round trips.
-	b, res, err := creationBatch(in, number)
+	out, err := db.createAccountsOnce(ctx, 0, []CreationInput{in}, []string{number})
 	if err != nil {
 		return CreationResult{}, err
 	}
+	return out[0], nil
+}
+
+// createAccountsOnce creates several accounts in one transaction and one
+// round trip (a bulk job's batch; one account for the per-account path).
+// With a jobID the transaction first takes a share lock on the job and
+// aborts unless it is still PROCESSING, so a cancel, which updates the job
+// row, waits for batches under way and no batch commits after it. Any
+// failure rolls back the whole batch; the caller then retries the accounts
+// one by one, so a bad account fails alone.
+func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []CreationInput, numbers []string) ([]CreationResult, error) {
+	// Every row is encoded before the transaction starts, so the row lock
+	// and the writer slot are held only for the round trips.
+	batches := make([]*pgx.Batch, len(ins))
+	results := make([]*CreationResult, len(ins))
+	for i, in := range ins {
+		b, res, err := creationBatch(in, numbers[i])
+		if err != nil {
+			return nil, err
+		}
+		batches[i], results[i] = b, res
+	}
 	if db.writers != nil {
 		if err := db.writers.Acquire(ctx, 1); err != nil {
-			return CreationResult{}, fmt.Errorf("create account: wait for a writer: %w", err)
+			return nil, fmt.Errorf("create account: wait for a writer: %w", err)
 		}
 		defer db.writers.Release(1)
 	}
 	defer trackWriters()()
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
-		return CreationResult{}, fmt.Errorf("create account: %w", err)
+		return nil, fmt.Errorf("create account: %w", err)
 	}
 	defer conn.Close()
-	var out CreationResult
+	var out []CreationResult
 	var txErr error
+	dryRun := len(ins) == 1 && ins[0].DryRun
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		out, txErr = createAccountTx(ctx, pc, in, b, res)
+		out, txErr = createAccountsTx(ctx, pc, jobID, ins, batches, results, dryRun)
 		if txErr == nil {
 			return nil
 		}
 		if _, err := pc.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
 			return driver.ErrBadConn // database/sql discards the connection
 		}
-		if errors.Is(txErr, errNotCurrent) {
-			out, txErr = notCurrent(ctx, pc, in.ProcessID)
+		if errors.Is(txErr, errNotCurrent) && len(ins) == 1 {
+			var one CreationResult
+			one, txErr = notCurrent(ctx, pc, ins[0].ProcessID)
+			out = []CreationResult{one}
 		}
 		return nil
 	})
 	switch {
 	case txErr != nil:
-		return CreationResult{}, txErr
+		return nil, txErr
 	case err != nil:
-		return CreationResult{}, fmt.Errorf("create account: %w", err)
+		return nil, fmt.Errorf("create account: %w", err)
 	}
 	return out, nil
 }
 
-// createAccountTx runs the transaction in one round trip: BEGIN, the guard,
-// then b (every write of the account, built by creationBatch, whose answers
-// fill res) and COMMIT.
-func createAccountTx(ctx context.Context, c *pgx.Conn, in CreationInput, b *pgx.Batch, res *CreationResult) (CreationResult, error) {
+// createAccountsTx runs the transaction in one round trip: BEGIN, the job's
+// guard (if any), then for each account its guard and every write (built by
+// creationBatch, whose answers fill res), and COMMIT.
+func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []CreationInput, bs []*pgx.Batch, res []*CreationResult, dryRun bool) ([]CreationResult, error) {
 	tx := &pgx.Batch{}
 	tx.Queue("BEGIN")
-	// The row lock serialises competing runs of the same attempt: a second
-	// run waits here, then finds the process COMPLETED and aborts.
-	tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'attempt not current') FROM (
-			SELECT 1 FROM import_processes
-			 WHERE id = $1 AND v2_status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
-			   FOR UPDATE) current`, in.ProcessID, in.Attempt)
-	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
-	if !in.DryRun {
+	if jobID > 0 {
+		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'job not processing') FROM (
+				SELECT 1 FROM import_jobs WHERE id = $1 AND state = 'PROCESSING' FOR SHARE) running`, jobID)
+	}
+	for i, in := range ins {
+		// The row lock serialises competing runs of the same attempt: a second
+		// run waits here, then finds the process COMPLETED and aborts.
+		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'attempt not current') FROM (
+				SELECT 1 FROM import_processes
+				 WHERE id = $1 AND v2_status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
+				   FOR UPDATE) current`, in.ProcessID, in.Attempt)
+		tx.QueuedQueries = append(tx.QueuedQueries, bs[i].QueuedQueries...)
+	}
+	if !dryRun {
 		tx.Queue("COMMIT")
 	}
 	roundTrips.Add(1)
 	if err := c.SendBatch(ctx, tx).Close(); err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == guardFailed {
-			return CreationResult{}, errNotCurrent
+			if strings.Contains(pg.Message, "job not processing") {
+				return nil, ErrJobNotProcessing
+			}
+			return nil, errNotCurrent
 		}
-		return CreationResult{}, fmt.Errorf("create account: %w", err)
+		return nil, fmt.Errorf("create account: %w", err)
 	}
-	if in.DryRun {
-		return CreationResult{}, ErrDryRun // rolled back by the caller
+	if dryRun {
+		return nil, ErrDryRun // rolled back by the caller
 	}
-	return *res, nil
+	out := make([]CreationResult, len(res))
+	for i, r := range res {
+		out[i] = *r
+	}
+	return out, nil
 }
+
+// ErrJobNotProcessing: a bulk job's batch found its job no longer
+// PROCESSING (cancelled); nothing of the batch was kept.
+var ErrJobNotProcessing = errors.New("job is no longer processing")
 
 // guardFailed is dataimport_assert's SQLSTATE (migration 00006).
 const guardFailed = "DIA01"

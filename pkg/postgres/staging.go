@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
@@ -46,13 +47,25 @@ func (db *DB) ObserveStaging(observe func(rows int)) { db.stager.observe = obser
 // makes race-free. Rows are upserted in key order, so statements running at
 // once lock shared accounts in the same order and cannot deadlock.
 func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, error) {
+	return stageRowsOn(ctx, db.sql, rows, "v1")
+}
+
+// querier is a *sql.DB or a *sql.Tx: bulk jobs stage inside the transaction
+// that records their lines' outcomes.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// stageRowsOn is stageRows on q; api names the path in the staged event
+// ("v1", or "job" for a bulk job's line).
+func stageRowsOn(ctx context.Context, q querier, rows []stageRow, api string) ([]stageOutcome, error) {
 	sups := make([]int64, len(rows))
 	exts := make([]string, len(rows))
 	payloads := make([]string, len(rows))
 	for i, r := range rows {
 		sups[i], exts[i], payloads[i] = r.SupplierID, r.External, string(r.Payload)
 	}
-	res, err := db.sql.QueryContext(ctx, `
+	res, err := q.QueryContext(ctx, `
 		WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(supplier_id, external, payload)
 		), p AS (
@@ -69,9 +82,9 @@ func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, e
 			  FROM p JOIN input ON input.supplier_id = p.supplier_id AND input.external = p.external_account_number
 		), e AS (
 			INSERT INTO import_process_events (process_id, event, data)
-			SELECT p.id, $4, jsonb_build_object('version', p.staged_version, 'api', 'v1') FROM p
+			SELECT p.id, $4, jsonb_build_object('version', p.staged_version, 'api', $5::text) FROM p
 		)
-		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads, dataimport.EventStaged)
+		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads, dataimport.EventStaged, api)
 	if err != nil {
 		return nil, fmt.Errorf("stage %d accounts: %w", len(rows), err)
 	}

@@ -159,3 +159,31 @@ func (p WebhookDelivery) Task() (*asynq.Task, error) {
 	}
 	return asynq.NewTask(TypeWebhookDelivery, b, opts...), nil
 }
+
+// TypeBulkJob drives one bulk import job (CONTRACT §11).
+const TypeBulkJob = "job:process"
+
+// BulkJob is the wake-up of a bulk import job. The job's progress lives in
+// Postgres; the task only says "work on it". Epoch names the task: a new
+// one is made when a worker yields the job or its lease lapses, so a task
+// asynq still holds for a dead worker never blocks the job.
+type BulkJob struct {
+	JobID int64 `json:"job_id"`
+	Epoch int   `json:"epoch"`
+}
+
+// TaskID is deterministic per (job, epoch).
+func (p BulkJob) TaskID() string {
+	return "job:" + strconv.FormatInt(p.JobID, 10) + ":" + strconv.Itoa(p.Epoch)
+}
+
+// Task builds the asynq task. A run works for a bounded slice of time and
+// then hands over to the next epoch's task, well inside the timeout.
+func (p BulkJob) Task() (*asynq.Task, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", TypeBulkJob, err)
+	}
+	return asynq.NewTask(TypeBulkJob, b, asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts),
+		asynq.MaxRetry(1<<20), asynq.Timeout(15*time.Minute)), nil
+}

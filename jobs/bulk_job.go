@@ -1,0 +1,424 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// BulkJobStore is what a bulk import job needs from Postgres.
+type BulkJobStore interface {
+	Catalogue
+	ClaimJob(ctx context.Context, jobID int64, owner string, lease time.Duration) (dataimport.Job, bool, error)
+	YieldJob(ctx context.Context, jobID int64, owner string) (int, error)
+	StageJobChunk(ctx context.Context, job dataimport.Job, limit int) (int, error)
+	JobStartCandidates(ctx context.Context, jobID int64, limit int) ([]postgres.JobCandidate, error)
+	BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate) ([]postgres.JobCandidate, error)
+	JobInFlight(ctx context.Context, jobID int64, limit int) ([]postgres.JobCandidate, error)
+	LoadManyForCreation(ctx context.Context, processIDs []int64) (map[int64]postgres.LoadedProcess, error)
+	CreateJobAccounts(ctx context.Context, jobID int64, ins []postgres.CreationInput) ([]postgres.CreationResult, []error)
+	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
+	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+	ResolveJobLines(ctx context.Context, jobID int64) error
+	FinishJobIfDone(ctx context.Context, jobID int64) (bool, error)
+	SampleJobRate(ctx context.Context, jobID int64) error
+	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+}
+
+// BulkJobHandler drains one bulk import job: it stages the job's lines in
+// chunks with the per-account staging statement, starts their attempts
+// under the cluster-wide cap and creates the accounts in multi-account
+// transactions (a failed batch is retried account by account, so a bad
+// account fails alone). Everything it does is recorded in Postgres as it
+// goes, so any run can stop anywhere (SIGKILL, Redis loss) and the next one
+// continues where it was, counting nothing twice.
+type BulkJobHandler struct {
+	Store BulkJobStore
+	Slots Slots
+	Queue Enqueuer
+	Log   *slog.Logger
+	Now   func() time.Time
+	Lease time.Duration // how long the job is held without a renewal (JOB_LEASE)
+	Slice time.Duration // how long one task works before handing over to the next; 0: 5 minutes
+
+	StageBatch  int // lines staged per statement; 0: 500
+	CreateBatch int // accounts per creation transaction; 0: 100
+	Parallel    int // creation transactions at once; 0: 4
+}
+
+func (h *BulkJobHandler) defaults() (stage, create, parallel int, slice time.Duration) {
+	stage, create, parallel, slice = h.StageBatch, h.CreateBatch, h.Parallel, h.Slice
+	if stage <= 0 {
+		stage = 500
+	}
+	if create <= 0 {
+		create = 100
+	}
+	if parallel <= 0 {
+		parallel = 4
+	}
+	if slice <= 0 {
+		slice = 5 * time.Minute
+	}
+	return
+}
+
+// ProcessTask implements asynq.Handler.
+func (h *BulkJobHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p queue.BulkJob
+	if err := queue.Decode(t, &p); err != nil {
+		return err
+	}
+	owner := newOwner()
+	job, ok, err := h.Store.ClaimJob(ctx, p.JobID, owner, h.Lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil // finished, or another worker holds it
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.keepLease(ctx, cancel, job.ID, owner)
+	}()
+	done, err := h.drain(ctx, job)
+	cancel()
+	wg.Wait()
+	if done {
+		h.Log.InfoContext(ctx, "bulk job finished", "job_id", job.ID)
+		return nil
+	}
+	// Hand over: the next epoch's task continues (the reconciler makes it
+	// if this enqueue is lost).
+	bg := context.WithoutCancel(ctx)
+	epoch, yErr := h.Store.YieldJob(bg, job.ID, owner)
+	if yErr == nil && epoch > 0 && err == nil {
+		if qErr := h.Queue.Enqueue(bg, queue.BulkJob{JobID: job.ID, Epoch: epoch}); qErr != nil {
+			h.Log.WarnContext(bg, "bulk job continuation not enqueued; reconciler will", "job_id", job.ID, "err", qErr.Error())
+		}
+	}
+	if errors.Is(err, postgres.ErrJobNotProcessing) {
+		return nil // cancelled
+	}
+	return err
+}
+
+// keepLease renews the job's lease until ctx ends; if the lease is lost
+// (another worker took the job over), it stops this run.
+func (h *BulkJobHandler) keepLease(ctx context.Context, stop context.CancelFunc, jobID int64, owner string) {
+	t := time.NewTicker(h.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, ok, err := h.Store.ClaimJob(ctx, jobID, owner, h.Lease)
+		if err == nil && !ok {
+			stop()
+			return
+		}
+	}
+}
+
+// drain works on the job until it is finished (true), its time slice ends
+// or ctx ends (false).
+func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, error) {
+	stageN, createN, parallel, slice := h.defaults()
+	until := time.Now().Add(slice)
+	var sampled time.Time
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		progress := false
+		// Lines a dead run left in flight are created first.
+		inflight, err := h.Store.JobInFlight(ctx, job.ID, createN*parallel)
+		if err != nil {
+			return false, err
+		}
+		if len(inflight) > 0 {
+			progress = true
+			if err := h.create(ctx, job, inflight, false, createN, parallel); err != nil {
+				return false, err
+			}
+		} else {
+			n, err := h.Store.StageJobChunk(ctx, job, stageN)
+			if err != nil {
+				return false, err
+			}
+			progress = n > 0
+			if job.Create {
+				started, err := h.start(ctx, job, createN*parallel)
+				if err != nil {
+					return false, err
+				}
+				if len(started) > 0 {
+					progress = true
+					if err := h.create(ctx, job, started, true, createN, parallel); err != nil {
+						return false, err
+					}
+				}
+			}
+		}
+		if err := h.Store.ResolveJobLines(ctx, job.ID); err != nil {
+			return false, err
+		}
+		if time.Since(sampled) >= 2*time.Second {
+			sampled = time.Now()
+			if err := h.Store.SampleJobRate(ctx, job.ID); err != nil {
+				h.Log.WarnContext(ctx, "job rate not sampled", "job_id", job.ID, "err", err.Error())
+			}
+		}
+		if !progress {
+			done, err := h.Store.FinishJobIfDone(ctx, job.ID)
+			if err != nil || done {
+				if done {
+					_ = h.Store.SampleJobRate(ctx, job.ID)
+				}
+				return done, err
+			}
+			// Waiting: for slots under the cap, or for attempts another
+			// path is running.
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if time.Now().After(until) {
+			return false, nil
+		}
+	}
+}
+
+// start takes a slot under the cluster-wide cap for each of up to limit
+// staged lines (stopping at the first refusal) and starts their attempts.
+// Slots of attempts that did not start are given back.
+func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, limit int) ([]postgres.JobCandidate, error) {
+	cands, err := h.Store.JobStartCandidates(ctx, job.ID, limit)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	capN, on, err := h.Store.ConcurrencyLimit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !on {
+		capN = 0
+	}
+	var held []postgres.JobCandidate
+	for _, c := range cands {
+		ok, err := h.Slots.Acquire(ctx, queue.SlotHolder(c.ProcessID, c.Attempt+1), capN)
+		if err != nil {
+			h.release(ctx, held, 1)
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		held = append(held, c)
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	started, err := h.Store.BeginJobAttempts(ctx, job, held)
+	if err != nil {
+		h.release(ctx, held, 1)
+		return nil, err
+	}
+	got := make(map[int64]bool, len(started))
+	for _, c := range started {
+		got[c.ProcessID] = true
+	}
+	var unused []postgres.JobCandidate
+	for _, c := range held {
+		if !got[c.ProcessID] {
+			unused = append(unused, c)
+		}
+	}
+	h.release(ctx, unused, 1)
+	return started, nil
+}
+
+// release gives back the slots of cands' attempts (plus offset: the attempt
+// a slot was taken for before it started).
+func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandidate, offset int) {
+	bg := context.WithoutCancel(ctx)
+	for _, c := range cands {
+		_ = h.Slots.Release(bg, queue.SlotHolder(c.ProcessID, c.Attempt+offset))
+	}
+}
+
+// create creates the accounts of started attempts: revalidated as the
+// per-account task does, then in multi-account transactions, several at
+// once. Outcomes are recorded on the processes (attempt rows); the job's
+// lines follow them in ResolveJobLines. fresh: the slots were taken by
+// start; otherwise (resumed lines) they are held again first, uncapped.
+func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate, fresh bool, createN, parallel int) error {
+	if !fresh {
+		for _, c := range cands {
+			if _, err := h.Slots.Acquire(ctx, queue.SlotHolder(c.ProcessID, c.Attempt), 0); err != nil {
+				return err
+			}
+		}
+	}
+	defer h.release(ctx, cands, 0)
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.ProcessID
+	}
+	lps, err := h.Store.LoadManyForCreation(ctx, ids)
+	if err != nil {
+		return err
+	}
+	now := h.Now().UTC()
+	var ins []postgres.CreationInput
+	for _, c := range cands {
+		lp, ok := lps[c.ProcessID]
+		if !ok || lp.Process.Imported() || lp.Process.Status != dataimport.StatusInProgress || lp.Process.Attempt != c.Attempt {
+			continue // ended meanwhile: its outcome is recorded
+		}
+		acc, err := revalidate(ctx, h.Store, lp, now)
+		if err != nil {
+			e, ok := dataimport.AsError(err)
+			if !ok && !errors.Is(err, errUnknownMarket) {
+				return err
+			}
+			if ok {
+				v := *e
+				v.Domain = dataimport.DomainValidation
+				e = &v
+			} else {
+				e = errInternal
+			}
+			if err := h.Store.FinishAttempt(ctx, c.ProcessID, c.Attempt, postgres.OutcomeFailed, e); err != nil {
+				return err
+			}
+			continue
+		}
+		ins = append(ins, postgres.CreationInput{ProcessID: c.ProcessID, Attempt: c.Attempt, DryRun: job.DryRun,
+			Supplier: lp.Supplier, Account: acc, Now: now})
+	}
+	if job.DryRun {
+		// A dry run does everything and rolls back, one account at a time,
+		// exactly as the per-account dry run.
+		for _, in := range ins {
+			_, err := h.Store.CreateAccount(ctx, in)
+			if err := h.settle(ctx, in, postgres.CreationResult{}, err); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var groups [][]postgres.CreationInput
+	for len(ins) > 0 {
+		n := min(createN, len(ins))
+		groups = append(groups, ins[:n])
+		ins = ins[n:]
+	}
+	errs := make([]error, len(groups))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for gi, g := range groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, es := h.Store.CreateJobAccounts(ctx, job.ID, g)
+			for i := range g {
+				if err := h.settle(ctx, g[i], res[i], es[i]); err != nil && errs[gi] == nil {
+					errs[gi] = err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// settle records what one creation ended in, as the per-account task does:
+// the database refusing the data fails the attempt; a stale attempt or a
+// cancelled job needs nothing; other errors are returned (the line stays in
+// flight and is created again).
+func (h *BulkJobHandler) settle(ctx context.Context, in postgres.CreationInput, res postgres.CreationResult, err error) error {
+	switch {
+	case err == nil:
+		for _, id := range res.WelcomeEmailIDs {
+			if err := h.Queue.Enqueue(ctx, queue.WelcomeEmail{EmailID: id}); err != nil {
+				h.Log.WarnContext(ctx, "welcome e-mail not enqueued; reconciler will retry", "email_id", id, "err", err.Error())
+			}
+		}
+		return nil
+	case errors.Is(err, postgres.ErrDryRun):
+		return h.Store.FinishAttempt(ctx, in.ProcessID, in.Attempt, postgres.OutcomeDryRun, nil)
+	case errors.Is(err, postgres.ErrStaleAttempt):
+		return nil
+	case errors.Is(err, postgres.ErrJobNotProcessing):
+		return err
+	}
+	if e := postgres.DataRefused(err); e != nil {
+		h.Log.WarnContext(ctx, "account data refused by the database; attempt failed", "process_id", in.ProcessID, "err", err.Error())
+		return h.Store.FinishAttempt(ctx, in.ProcessID, in.Attempt, postgres.OutcomeFailed, e)
+	}
+	return err
+}
+
+func newOwner() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// String is for logs.
+func (h *BulkJobHandler) String() string { return fmt.Sprintf("%s handler", queue.TypeBulkJob) }
+
+// JobWaker finds bulk jobs no live worker holds, and uploads that were lost.
+type JobWaker interface {
+	JobsToWake(ctx context.Context) ([]postgres.JobToWake, error)
+	FailLostUploads(ctx context.Context, olderThan time.Duration) (int64, error)
+}
+
+// LostUploadAfter is how long a RECEIVING job may go without a heartbeat
+// from its upload before it is failed (a retry with the same
+// Idempotency-Key takes it over much sooner).
+const LostUploadAfter = time.Hour
+
+// wakeJobs enqueues a task for every PROCESSING job nobody holds: after
+// Redis lost its task, after its worker died (once the lease lapses), or
+// when a hand-over's enqueue failed.
+func (r *Reconciler) wakeJobs(ctx context.Context) error {
+	if r.Jobs == nil {
+		return nil
+	}
+	if _, err := r.Jobs.FailLostUploads(ctx, LostUploadAfter); err != nil {
+		return err
+	}
+	jobs, err := r.Jobs.JobsToWake(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := r.Queue.Enqueue(ctx, queue.BulkJob{JobID: j.ID, Epoch: j.Epoch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

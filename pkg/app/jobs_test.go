@@ -1,0 +1,259 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridshift/dataimport/pkg/testutil"
+)
+
+// Bulk import jobs (CONTRACT §11), end to end against real Postgres and
+// Redis: uploads through the API, a real worker, counters and results read
+// back through the API.
+
+const jobsURL = "/v1/data-import/jobs/"
+
+// jobAccountLine is the sample account as one NDJSON line for external.
+func (p *pipeline) jobAccountLine(external string) string {
+	p.TB.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(p.account(external))); err != nil {
+		p.TB.Fatal(err)
+	}
+	return buf.String()
+}
+
+// invalidJobLine is an account line that fails validation at sales_channel.
+func (p *pipeline) invalidJobLine(external string) string {
+	return strings.Replace(p.jobAccountLine(external), `"sales_channel":"PRICE_COMPARISON"`, `"sales_channel":"CARRIER_PIGEON"`, 1)
+}
+
+type jobView struct {
+	ID                int64            `json:"id"`
+	State             string           `json:"state"`
+	Counters          map[string]int64 `json:"counters"`
+	AccountsPerSecond float64          `json:"accounts_per_second"`
+	ETASeconds        *int64           `json:"eta_seconds"`
+	StatusURL         string           `json:"status_url"`
+}
+
+// postJob uploads body (gzipped when gz) with the given query and headers.
+func (p *pipeline) postJob(token, query string, body io.Reader, gz bool, headers ...string) testutil.Response {
+	p.TB.Helper()
+	if gz {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := io.Copy(zw, body); err != nil {
+			p.TB.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			p.TB.Fatal(err)
+		}
+		body = &buf
+		headers = append(headers, "Content-Encoding", "gzip")
+	}
+	return p.As(token, http.MethodPost, jobsURL+"?"+query, body, append([]string{"Content-Type", "application/x-ndjson"}, headers...)...)
+}
+
+func (p *pipeline) job(token string, id int64) jobView {
+	p.TB.Helper()
+	r := p.As(token, http.MethodGet, jobsURL+strconv.FormatInt(id, 10)+"/", nil)
+	if r.Status != http.StatusOK {
+		p.TB.Fatalf("job %d: %d %s", id, r.Status, r.Body)
+	}
+	var v jobView
+	r.Decode(&v)
+	return v
+}
+
+// waitJob polls the job until it is finished.
+func (p *pipeline) waitJob(token string, id int64, within time.Duration) jobView {
+	p.TB.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		v := p.job(token, id)
+		if v.State == "COMPLETED" || v.State == "FAILED" || v.State == "CANCELLED" {
+			return v
+		}
+		if time.Now().After(deadline) {
+			p.TB.Fatalf("job %d still %s after %s: %v", id, v.State, within, v.Counters)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func acceptedJob(t testing.TB, r testutil.Response) int64 {
+	t.Helper()
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", r.Status, r.Body)
+	}
+	var out struct {
+		ID        int64  `json:"id"`
+		StatusURL string `json:"status_url"`
+	}
+	r.Decode(&out)
+	if out.ID == 0 || out.StatusURL != jobsURL+strconv.FormatInt(out.ID, 10)+"/" {
+		t.Fatalf("202 body: %s", r.Body)
+	}
+	return out.ID
+}
+
+// checkCounters compares the job's counters with want (absent: 0) and
+// checks they add up to received.
+func checkCounters(t testing.TB, v jobView, want map[string]int64) {
+	t.Helper()
+	sum := int64(0)
+	for k, n := range v.Counters {
+		if k != "received" {
+			sum += n
+		}
+		if want[k] != n {
+			t.Errorf("counter %s = %d, want %d (all: %v)", k, n, want[k], v.Counters)
+		}
+	}
+	if sum != v.Counters["received"] {
+		t.Errorf("counters add up to %d, received %d: %v", sum, v.Counters["received"], v.Counters)
+	}
+}
+
+type resultLine struct {
+	Line                  int    `json:"line"`
+	ExternalAccountNumber string `json:"external_account_number"`
+	Outcome               string `json:"outcome"`
+	PlatformAccountNumber string `json:"platform_account_number"`
+	Code                  string `json:"code"`
+	Errors                []struct {
+		Attr, Code, Detail string
+	} `json:"errors"`
+}
+
+func (p *pipeline) jobResults(token string, id int64, outcome string) []resultLine {
+	p.TB.Helper()
+	r := p.As(token, http.MethodGet, fmt.Sprintf("%s%d/results/?outcome=%s&format=ndjson", jobsURL, id, outcome), nil)
+	if r.Status != http.StatusOK {
+		p.TB.Fatalf("results: %d %s", r.Status, r.Body)
+	}
+	var out []resultLine
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	for dec.More() {
+		var l resultLine
+		if err := dec.Decode(&l); err != nil {
+			p.TB.Fatal(err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// TestJobCountersAddUp: a 5,000-line job with 50 invalid lines, 20 repeats
+// of earlier lines and 30 accounts already imported. The counters add up
+// exactly, the results name every invalid line with its errors, and every
+// valid account is created once (a repeated one from its last line, with
+// both versions staged).
+func TestJobCountersAddUp(t *testing.T) {
+	p := newPipeline(t)
+	p.StartWorker()
+	for i := range 30 {
+		p.ImportAccount(p.token, "DEMO_ENERGY", fmt.Sprintf("IMP-%d", i), "Migrations")
+	}
+	var body strings.Builder
+	invalid := map[int]bool{}
+	dupOf := map[int]int{} // repeating line → the line it repeats (1-based)
+	for i := range 5000 {
+		line := i + 1
+		switch {
+		case i < 30:
+			body.WriteString(p.jobAccountLine(fmt.Sprintf("IMP-%d", i)))
+		case i%100 == 50:
+			invalid[line] = true
+			body.WriteString(p.invalidJobLine(fmt.Sprintf("BAD-%d", i)))
+		case i%250 == 220:
+			dupOf[line] = line - 100
+			body.WriteString(p.jobAccountLine(fmt.Sprintf("EXT-%d", i-100)))
+		default:
+			body.WriteString(p.jobAccountLine(fmt.Sprintf("EXT-%d", i)))
+		}
+		body.WriteString("\n")
+	}
+	if len(invalid) != 50 || len(dupOf) != 20 {
+		t.Fatalf("fixture: %d invalid, %d repeats", len(invalid), len(dupOf))
+	}
+	id := acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&operations_team_name=Migrations", strings.NewReader(body.String()), true))
+	v := p.waitJob(p.token, id, 3*time.Minute)
+	if v.State != "COMPLETED" {
+		t.Fatalf("job %s: %v", v.State, v.Counters)
+	}
+	checkCounters(t, v, map[string]int64{"received": 5000, "invalid": 50, "duplicate_line": 20, "already_imported": 30, "created": 4900})
+
+	failed := p.jobResults(p.token, id, "failed")
+	if len(failed) != 50 {
+		t.Fatalf("%d failed results, want 50", len(failed))
+	}
+	for _, l := range failed {
+		if !invalid[l.Line] || l.Outcome != "invalid" || l.ExternalAccountNumber != fmt.Sprintf("BAD-%d", l.Line-1) ||
+			len(l.Errors) != 1 || l.Errors[0].Attr != "sales_channel" || l.Errors[0].Code != "invalid_choice" {
+			t.Fatalf("failed result %+v", l)
+		}
+	}
+	all := p.jobResults(p.token, id, "all")
+	if len(all) != 5000 {
+		t.Fatalf("%d results, want 5000", len(all))
+	}
+	for _, l := range all {
+		switch {
+		case l.Line <= 30 && (l.Outcome != "already_imported" || !platformNumberRe.MatchString(l.PlatformAccountNumber)):
+			t.Fatalf("already imported line: %+v", l)
+		case l.Outcome == "created" && !platformNumberRe.MatchString(l.PlatformAccountNumber):
+			t.Fatalf("created line without a number: %+v", l)
+		case l.Outcome == "duplicate_line" && dupOf[l.Line+100] != l.Line:
+			t.Fatalf("duplicate_line on line %d, which no later line repeats", l.Line)
+		}
+	}
+	// Every valid account exactly once; a repeated one has both versions.
+	checks := map[string]int64{
+		`SELECT count(*) FROM accounts`:                                                    4930,
+		`SELECT count(DISTINCT platform_account_number) FROM accounts`:                     4930,
+		`SELECT count(*) FROM import_processes WHERE status = 'COMPLETED'`:                 4930,
+		`SELECT count(*) FROM import_attempts WHERE outcome = 'COMPLETED'`:                 4930,
+		`SELECT count(*) FROM import_process_versions`:                                     4930 + 20,
+		`SELECT count(*) FROM import_processes WHERE staged_version = 2`:                   20,
+		`SELECT count(*) FROM import_processes WHERE external_account_number LIKE 'BAD-%'`: 0,
+	}
+	for q, want := range checks {
+		if got := p.count(q); got != want {
+			t.Errorf("%s = %d, want %d", q, got, want)
+		}
+	}
+	// Visible through v1 status like any account.
+	if st := p.status("EXT-31"); st["status"] != "COMPLETED" {
+		t.Errorf("v1 status of a job's account: %v", st)
+	}
+	testutil.Tally(testutil.RowsChecked, 5000)
+}
+
+// csvResults reads the CSV results.
+func (p *pipeline) csvResults(token string, id int64, outcome string) [][]string {
+	p.TB.Helper()
+	r := p.As(token, http.MethodGet, fmt.Sprintf("%s%d/results/?outcome=%s&format=csv", jobsURL, id, outcome), nil)
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv") {
+		p.TB.Fatalf("csv results: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	body := bytes.TrimPrefix(r.Body, []byte("\ufeff"))
+	recs, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+	if err != nil {
+		p.TB.Fatal(err)
+	}
+	return recs
+}
+
+var _ = context.Background

@@ -1,0 +1,609 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/market"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// Bulk import jobs (CONTRACT §11): an NDJSON upload of many accounts is
+// validated line by line with the rules of the stage endpoint, stored in
+// Postgres as it streams in, and committed as one job; a worker then stages
+// and creates its accounts through the same import processes.
+
+// JobStore is what the job endpoints need from the database.
+type JobStore interface {
+	CreateJob(ctx context.Context, in postgres.NewJob, staleAfter time.Duration) (dataimport.Job, *postgres.IdempotentJob, error)
+	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (bool, error)
+	ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
+	FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error
+	Job(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
+	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
+	EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error
+	CancelJob(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
+}
+
+// DefaultMaxJobBytes applies when Config.MaxJobBytes is not set.
+const DefaultMaxJobBytes = 2 << 30
+
+// receivingStale is how long an upload's heartbeat (every second) may stop
+// before a retry with the same Idempotency-Key takes its job over.
+const receivingStale = 10 * time.Second
+
+const jobsPath = "/v1/data-import/jobs/"
+
+// jobRoutes registers the job endpoints. Their group does not read the body
+// up front (bodyRules) nor hash it (the Idempotency-Key middleware): an
+// upload is streamed, and handles its key itself (see postJob).
+func (s *Server) jobRoutes(g *gin.RouterGroup) {
+	g.POST("/", s.postJob)
+	g.GET("/", s.listJobs)
+	g.GET("/:id/", s.getJob)
+	g.GET("/:id/results/", s.jobResults)
+	g.POST("/:id/cancel/", s.cancelJob)
+}
+
+func (s *Server) maxJobBytes() int64 {
+	if s.cfg.MaxJobBytes > 0 {
+		return s.cfg.MaxJobBytes
+	}
+	return DefaultMaxJobBytes
+}
+
+var ndjsonTypes = map[string]bool{"application/x-ndjson": true, "application/ndjson": true, "application/jsonl": true,
+	"application/x-jsonlines": true, "application/json": true}
+
+// jobQuery is the upload's options.
+type jobQuery struct {
+	supplier, team string
+	create, dryRun bool
+}
+
+func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
+	var errs []dataimport.FieldError
+	known := map[string]bool{"import_supplier": true, "operations_team_name": true, "create": true, "dry_run": true}
+	for k := range c.Request.URL.Query() {
+		if !known[k] {
+			errs = append(errs, dataimport.FieldError{Attr: k, Code: dataimport.CodeUnknownField, Detail: "Unknown query parameter."})
+		}
+	}
+	q := jobQuery{supplier: strings.TrimSpace(c.Query("import_supplier")), team: strings.TrimSpace(c.Query("operations_team_name"))}
+	q.create = boolQuery(c, "create", true, &errs)
+	q.dryRun = boolQuery(c, "dry_run", false, &errs)
+	if q.supplier == "" {
+		errs = append(errs, dataimport.FieldError{Attr: "import_supplier", Code: dataimport.CodeRequired, Detail: "This query parameter is required."})
+	}
+	if q.create && q.team == "" {
+		errs = append(errs, dataimport.FieldError{Attr: "operations_team_name", Code: dataimport.CodeRequired,
+			Detail: "This query parameter is required when the job creates accounts."})
+	}
+	if q.dryRun && !q.create {
+		errs = append(errs, dataimport.FieldError{Attr: "dry_run", Code: dataimport.CodeInvalid, Detail: "dry_run needs create=true."})
+	}
+	return q, errs
+}
+
+// postJob serves POST /jobs/: 202 {id, status_url} once the whole body is
+// durably stored. With Idempotency-Key, a retry gets the same job: replayed
+// once received; taken over (and received again) when the first upload died
+// mid-body; 409 while that upload is still alive; 422 with other options.
+// The key covers the method, path and query, not the body, which is never
+// held in memory to be hashed: a partner retries the same file.
+func (s *Server) postJob(c *gin.Context) {
+	ctx := c.Request.Context()
+	r := c.Request
+	max := s.maxJobBytes()
+	if r.ContentLength > max {
+		renderError(c, tooLarge(max))
+		return
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !ndjsonTypes[mt] {
+		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType,
+			"Unsupported media type %q in request; send application/x-ndjson, one account per line.", r.Header.Get("Content-Type")))
+		return
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "identity" && enc != "gzip" {
+		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType, "Unsupported Content-Encoding %q; send gzip or nothing.", enc))
+		return
+	}
+	q, errs := parseJobQuery(c)
+	if len(errs) > 0 {
+		failValidation(c, dataimport.CodeInvalidPayload, "Invalid query parameters.", errs)
+		return
+	}
+	org := principal(c).OrganisationID
+	sup, err := s.deps.Store.SupplierForOrganisation(ctx, org, q.supplier)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return
+	}
+	mkt, err := market.For(sup.Market)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	var teamID *int64
+	if q.create {
+		team, err := s.deps.Store.TeamByName(ctx, q.team)
+		if err != nil {
+			abortWithError(c, err)
+			return
+		}
+		teamID = &team.ID
+	}
+	key := ""
+	if values := r.Header.Values(HeaderIdempotencyKey); len(values) > 0 {
+		if !validIdempotencyKey(values) {
+			renderError(c, dataimport.Errorf(dataimport.CodeInvalidIdempotencyKey,
+				"Idempotency-Key must be sent once, with 1 to %d printable ASCII characters.", maxIdempotencyKeyLen))
+			return
+		}
+		key = values[0]
+	}
+	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
+		Create: q.create, DryRun: q.dryRun, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if existing != nil {
+		switch {
+		case existing.Query != r.URL.RawQuery || existing.Job.SupplierID != sup.ID:
+			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
+			return
+		case existing.Job.State != dataimport.JobReceiving:
+			c.Header(HeaderIdempotentReplayed, "true")
+			s.jobAccepted(c, existing.Job.ID)
+			return
+		case !existing.Stale:
+			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse, RetryAfterSeconds: int(receivingStale / time.Second),
+				Detail: "An upload with this Idempotency-Key is still being received; retry once it has finished or stopped."})
+			return
+		}
+		took, err := s.deps.Jobs.TakeOverJob(ctx, existing.Job.ID, receivingStale)
+		if err != nil {
+			abortWithError(c, err)
+			return
+		}
+		if !took {
+			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse, RetryAfterSeconds: 1,
+				Detail: "Another retry with this Idempotency-Key took the upload over."})
+			return
+		}
+		job = existing.Job
+	}
+	s.receiveJob(c, job, sup, mkt, key != "")
+}
+
+// receiveJob streams the body into the job and answers.
+func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.Supplier, mkt dataimport.Market, keyed bool) {
+	ctx := c.Request.Context()
+	max := s.maxJobBytes()
+	raw := &countingReader{r: http.MaxBytesReader(c.Writer, c.Request.Body, max)}
+	var body io.Reader = raw
+	if strings.EqualFold(strings.TrimSpace(c.Request.Header.Get("Content-Encoding")), "gzip") {
+		gz, err := gzip.NewReader(raw)
+		if err != nil {
+			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip."), keyed)
+			return
+		}
+		defer gz.Close()
+		// A small compressed body may not expand past the limit either.
+		body = &limitReader{r: gz, left: max, max: max}
+	}
+	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
+	if lineMax <= 0 {
+		lineMax = 5 << 20
+	}
+	today := dataimport.DateOf(time.Now().UTC())
+	rules := dataimport.AccountRules{PhoneRegion: sup.PhoneRegion, Today: today, Market: mkt}
+	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, raw.count, func(emit func(postgres.JobLine) error) error {
+		rd := bufio.NewReaderSize(body, 64<<10)
+		for n := 1; ; n++ {
+			line, tooLong, err := readLine(rd, lineMax)
+			if len(bytes.TrimSpace(line)) > 0 || tooLong {
+				var jl postgres.JobLine
+				if tooLong {
+					jl = postgres.JobLine{Line: n, Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
+						"Line is longer than the limit of %d bytes.", lineMax)}
+				} else {
+					jl = s.validateLine(ctx, n, line, sup, rules)
+				}
+				if err := emit(jl); err != nil {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			s.uploadFailed(c, job.ID, tooLarge(max), keyed)
+		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
+			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."), keyed)
+		case ctx.Err() != nil:
+			// The partner hung up: nothing was kept. A retry with the same
+			// key takes the job over; without one the job is failed.
+			if !keyed {
+				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeParseError,
+					"The upload stopped before the whole body was received; nothing of it was kept."))
+			}
+		default:
+			abortWithError(c, err)
+		}
+		return
+	}
+	if err := s.deps.Creator.Enqueue(ctx, queue.BulkJob{JobID: job.ID}); err != nil {
+		// The job is durably received; the reconciler wakes it.
+		logger(c).WarnContext(ctx, "bulk job task not enqueued; the reconciler will", "job_id", job.ID, "err", err.Error())
+	}
+	s.jobAccepted(c, job.ID)
+}
+
+// uploadFailed fails the job (nothing of it was kept) and answers e.
+func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error, _ bool) {
+	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, e); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	renderError(c, e)
+}
+
+func (s *Server) jobAccepted(c *gin.Context, id int64) {
+	url := jobURL(id)
+	c.Header("Location", url)
+	c.JSON(http.StatusAccepted, gin.H{"id": id, "status_url": url})
+}
+
+func jobURL(id int64) string { return jobsPath + strconv.FormatInt(id, 10) + "/" }
+
+// validateLine runs the stage endpoint's validation on one line: the same
+// decoder and rules with the supplier's phone region and market, then the
+// catalogue check. The line's account must name the job's supplier.
+func (s *Server) validateLine(ctx context.Context, n int, line []byte, sup dataimport.Supplier, rules dataimport.AccountRules) postgres.JobLine {
+	jl := postgres.JobLine{Line: n}
+	acc, err := dataimport.Decode(line, dataimport.CodeAccountFailedValidation, "Account failed validation.", func(a *dataimport.Account) []dataimport.FieldError {
+		errs := dataimport.ValidateAccount(a, rules)
+		if a.ImportSupplier != "" && a.ImportSupplier != sup.Code {
+			errs = append(errs, dataimport.FieldError{Attr: "import_supplier", Code: dataimport.CodeInvalid,
+				Detail: fmt.Sprintf("Every line of this job must be for import_supplier %s.", sup.Code)})
+		}
+		return errs
+	})
+	if err == nil {
+		err = s.deps.Store.CheckAccountCatalogue(ctx, sup, acc)
+	}
+	if err == nil {
+		payload, mErr := json.Marshal(acc)
+		if mErr == nil {
+			jl.External, jl.Payload = acc.ExternalAccountNumber, payload
+			return jl
+		}
+		err = mErr
+	}
+	e, ok := dataimport.AsError(err)
+	if !ok {
+		e = dataimport.Errorf(dataimport.CodeServerError, "The line could not be validated.")
+	}
+	jl.Err = e
+	jl.External = lenientExternal(line)
+	return jl
+}
+
+// lenientExternal picks the external number out of an invalid line, when
+// it has a usable one, so the results can name the account.
+func lenientExternal(line []byte) string {
+	var v struct {
+		External any `json:"external_account_number"`
+	}
+	if json.Unmarshal(line, &v) != nil {
+		return ""
+	}
+	s, ok := v.External.(string)
+	s = strings.TrimSpace(s)
+	if !ok || !cleanText(s, 128) {
+		return ""
+	}
+	return s
+}
+
+// readLine reads one line without its newline. A line longer than max is
+// read to its end and dropped (tooLong), so memory stays bounded by max.
+func readLine(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+1 {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		buf = bytes.TrimRight(buf, "\r\n")
+		return buf, tooLong, err
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) count() int64 { return c.n }
+
+// limitReader fails with *http.MaxBytesError once more than max bytes came out.
+type limitReader struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, &http.MaxBytesError{Limit: l.max}
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, &http.MaxBytesError{Limit: l.max}
+	}
+	return n, err
+}
+
+// jobBody is a job as the API shows it.
+type jobBody struct {
+	ID                int64                  `json:"id"`
+	State             dataimport.JobState    `json:"state"`
+	ImportSupplier    string                 `json:"import_supplier"`
+	Create            bool                   `json:"create"`
+	DryRun            bool                   `json:"dry_run"`
+	Counters          dataimport.JobCounters `json:"counters"`
+	AccountsPerSecond float64                `json:"accounts_per_second"`
+	ETASeconds        *int64                 `json:"eta_seconds"`
+	BodyBytes         int64                  `json:"body_bytes"`
+	Error             *envelope              `json:"error,omitempty"`
+	CreatedAt         dataimport.DateTime    `json:"created_at"`
+	ReceivedAt        *dataimport.DateTime   `json:"received_at"`
+	FinishedAt        *dataimport.DateTime   `json:"finished_at"`
+	StatusURL         string                 `json:"status_url"`
+	ResultsURL        string                 `json:"results_url"`
+}
+
+func newJobBody(v postgres.JobView) jobBody {
+	j := v.Job
+	b := jobBody{ID: j.ID, State: j.State, ImportSupplier: j.SupplierCode, Create: j.Create, DryRun: j.DryRun, Counters: j.Counters,
+		BodyBytes: j.BodyBytes, CreatedAt: dataimport.NewDateTime(j.CreatedAt), ReceivedAt: wireTimePtr(j.ReceivedAt),
+		FinishedAt: wireTimePtr(j.FinishedAt), StatusURL: jobURL(j.ID), ResultsURL: jobURL(j.ID) + "results/"}
+	if j.Error != nil {
+		b.Error = &envelope{Code: j.Error.Code, Detail: j.Error.Detail}
+	}
+	// Lines per second over the last minute, from the worker's samples.
+	if n := len(v.Rate); n >= 2 && v.Rate[n-1].T > v.Rate[0].T {
+		b.AccountsPerSecond = float64(v.Rate[n-1].D-v.Rate[0].D) / (v.Rate[n-1].T - v.Rate[0].T)
+		b.AccountsPerSecond = float64(int64(b.AccountsPerSecond*10+0.5)) / 10
+	}
+	switch {
+	case j.State.Finished():
+		var zero int64
+		b.ETASeconds = &zero
+	case j.State == dataimport.JobProcessing && b.AccountsPerSecond > 0:
+		left := j.Counters.Pending + j.Counters.InProgress
+		if j.Create && !j.DryRun {
+			left += j.Counters.Staged
+		}
+		eta := int64(float64(left)/b.AccountsPerSecond + 0.5)
+		b.ETASeconds = &eta
+	}
+	return b
+}
+
+// jobParam reads the job id of the path; any other value names no job.
+func (s *Server) jobParam(c *gin.Context) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		renderError(c, postgres.ErrJobNotFound)
+		return 0, false
+	}
+	return id, true
+}
+
+// getJob serves GET /jobs/<id>/: state, counters, rate and ETA (one
+// indexed row read, whatever the job's size).
+func (s *Server) getJob(c *gin.Context) {
+	id, ok := s.jobParam(c)
+	if !ok {
+		return
+	}
+	v, err := s.deps.Jobs.Job(c.Request.Context(), principal(c).OrganisationID, id)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, newJobBody(v))
+}
+
+// listJobs serves GET /jobs/: the organisation's jobs, newest first, in
+// pages (page_size, default 100; the next page in a Link header).
+func (s *Server) listJobs(c *gin.Context) {
+	size := 100
+	var errs []dataimport.FieldError
+	if v, ok := c.GetQuery("page_size"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			errs = append(errs, dataimport.FieldError{Attr: "page_size", Code: dataimport.CodeInvalid, Detail: "page_size must be 1 to 1000."})
+		}
+		size = n
+	}
+	var before int64
+	if v, ok := c.GetQuery("cursor"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			errs = append(errs, dataimport.FieldError{Attr: "cursor", Code: dataimport.CodeInvalid, Detail: "cursor is not valid."})
+		}
+		before = n
+	}
+	if len(errs) > 0 {
+		failValidation(c, dataimport.CodeInvalidPayload, "Invalid query parameters.", errs)
+		return
+	}
+	views, err := s.deps.Jobs.Jobs(c.Request.Context(), principal(c).OrganisationID, before, size)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	out := make([]jobBody, len(views))
+	for i, v := range views {
+		out[i] = newJobBody(v)
+	}
+	if len(views) == size {
+		c.Header("Link", fmt.Sprintf(`<%s?page_size=%d&cursor=%d>; rel="next"`, jobsPath, size, views[len(views)-1].ID))
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// resultOutcomes maps the outcome filter to line outcomes (nil: all).
+var resultOutcomes = map[string][]string{
+	"all":     nil,
+	"failed":  {dataimport.OutcomeInvalid, dataimport.OutcomeFailed},
+	"created": {dataimport.OutcomeCreated},
+}
+
+// jobResults serves GET /jobs/<id>/results/: one line per line of the
+// body, streamed from Postgres, as NDJSON or as CSV that opens cleanly in a
+// spreadsheet (UTF-8 BOM, CRLF, cells that would start a formula quoted).
+func (s *Server) jobResults(c *gin.Context) {
+	id, ok := s.jobParam(c)
+	if !ok {
+		return
+	}
+	var errs []dataimport.FieldError
+	filter := c.DefaultQuery("outcome", "all")
+	outcomes, known := resultOutcomes[filter]
+	if !known {
+		for _, o := range dataimport.JobOutcomes {
+			if o == filter {
+				outcomes, known = []string{o}, true
+			}
+		}
+	}
+	if !known {
+		errs = append(errs, dataimport.FieldError{Attr: "outcome", Code: dataimport.CodeInvalidChoice,
+			Detail: "outcome must be all, failed, created or one line outcome."})
+	}
+	format := c.DefaultQuery("format", "ndjson")
+	if format != "ndjson" && format != "csv" {
+		errs = append(errs, dataimport.FieldError{Attr: "format", Code: dataimport.CodeInvalidChoice, Detail: "format must be ndjson or csv."})
+	}
+	if len(errs) > 0 {
+		failValidation(c, dataimport.CodeInvalidPayload, "Invalid query parameters.", errs)
+		return
+	}
+	ctx := c.Request.Context()
+	if _, err := s.deps.Jobs.Job(ctx, principal(c).OrganisationID, id); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	w := bufio.NewWriterSize(c.Writer, 32<<10)
+	var write func(dataimport.JobRecord) error
+	if format == "csv" {
+		c.Header("Content-Type", "text/csv; charset=utf-8")
+		c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="job-%d-%s.csv"`, id, filter))
+		c.Status(http.StatusOK)
+		_, _ = w.WriteString("\ufeff")
+		cw := csv.NewWriter(w)
+		cw.UseCRLF = true
+		_ = cw.Write([]string{"line", "external_account_number", "outcome", "platform_account_number", "error_code", "error_detail", "errors"})
+		write = func(r dataimport.JobRecord) error {
+			fields := make([]string, len(r.Errors))
+			for i, e := range r.Errors {
+				fields[i] = e.Attr + ": " + e.Code + ": " + e.Detail
+			}
+			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, r.PlatformAccountNumber,
+				r.Code, cell(r.Detail), cell(strings.Join(fields, "; "))})
+			cw.Flush()
+			return err
+		}
+	} else {
+		c.Header("Content-Type", "application/x-ndjson")
+		c.Status(http.StatusOK)
+		enc := json.NewEncoder(w)
+		write = func(r dataimport.JobRecord) error { return enc.Encode(r) }
+	}
+	err := s.deps.Jobs.EachJobRecord(ctx, id, outcomes, write)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		// The status is sent: the truncated body is all we can do.
+		logger(c).WarnContext(ctx, "job results stream stopped", "job_id", id, "err", err.Error())
+		c.Abort()
+	}
+}
+
+// cell keeps a spreadsheet from reading partner text as a formula.
+func cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// cancelJob serves POST /jobs/<id>/cancel/: what has not started is
+// cancelled, what was created stays; once answered, no account of the job
+// is created. Cancelling a finished job changes nothing (200 with it).
+func (s *Server) cancelJob(c *gin.Context) {
+	id, ok := s.jobParam(c)
+	if !ok {
+		return
+	}
+	v, err := s.deps.Jobs.CancelJob(c.Request.Context(), principal(c).OrganisationID, id)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, newJobBody(v))
+}
