@@ -29,6 +29,8 @@ var requestBodies = map[string]reflect.Type{
 		TaskParams *v2TaskParams      `json:"task_params"`
 	}](),
 	"/v2/data-import/accounts/:supplier/:external/cancel/": nil, // no body
+	"/v1/data-import/jobs/":                                nil, // NDJSON, one Account per line (validated line by line)
+	"/v1/data-import/jobs/:id/cancel/":                     nil, // no body
 }
 
 // Every POST route's body bounds each of its arrays, and the OpenAPI

@@ -58,7 +58,12 @@ func (s *Server) jobRoutes(g *gin.RouterGroup) {
 	g.GET("/", s.listJobs)
 	g.GET("/:id/", s.getJob)
 	g.GET("/:id/results/", s.jobResults)
-	g.POST("/:id/cancel/", s.cancelJob)
+	// Cancel has no body: the usual body rules and Idempotency-Key apply.
+	cancel := []gin.HandlerFunc{bodyRules(s.cfg.MaxBodyBytes)}
+	if s.deps.Idempotency != nil {
+		cancel = append(cancel, s.idempotency())
+	}
+	g.POST("/:id/cancel/", append(cancel, s.cancelJob)...)
 }
 
 func (s *Server) maxJobBytes() int64 {

@@ -89,7 +89,7 @@ type Deps struct {
 
 	Idempotency IdempotencyStore // nil: Idempotency-Key is ignored
 
-	Jobs JobStore // nil: the bulk job endpoints are not served
+	Jobs JobStore // the bulk job endpoints' store (jobs.go)
 }
 
 // maxGraphQLBodyBytes bounds a GraphQL request. The query itself is
@@ -151,10 +151,8 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s.routes(v1)
 	s.routesV2(v2)
-	if deps.Jobs != nil {
-		// Streamed uploads: no bodyRules, no body-hashing idempotency (jobs.go).
-		s.jobRoutes(e.Group("/v1/data-import/jobs", s.authenticate(), checkURLValues()))
-	}
+	// Streamed uploads: no bodyRules, no body-hashing idempotency (jobs.go).
+	s.jobRoutes(e.Group("/v1/data-import/jobs", s.authenticate(), checkURLValues()))
 	s.engine = e
 	return s
 }

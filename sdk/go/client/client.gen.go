@@ -177,6 +177,33 @@ func (e ImportStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobState.
+const (
+	JobStateCANCELLED  JobState = "CANCELLED"
+	JobStateCOMPLETED  JobState = "COMPLETED"
+	JobStateFAILED     JobState = "FAILED"
+	JobStatePROCESSING JobState = "PROCESSING"
+	JobStateRECEIVING  JobState = "RECEIVING"
+)
+
+// Valid indicates whether the value is a known member of the JobState enum.
+func (e JobState) Valid() bool {
+	switch e {
+	case JobStateCANCELLED:
+		return true
+	case JobStateCOMPLETED:
+		return true
+	case JobStateFAILED:
+		return true
+	case JobStatePROCESSING:
+		return true
+	case JobStateRECEIVING:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LatestErrorDomain.
 const (
 	LatestErrorDomainProcessing LatestErrorDomain = "processing"
@@ -603,6 +630,138 @@ func (e GetDocsAssetParamsAsset) Valid() bool {
 	}
 }
 
+// Defines values for CreateJobParamsCreate.
+const (
+	CreateJobParamsCreateFALSE  CreateJobParamsCreate = "FALSE"
+	CreateJobParamsCreateFalse  CreateJobParamsCreate = "false"
+	CreateJobParamsCreateFalse1 CreateJobParamsCreate = "False"
+	CreateJobParamsCreateN0     CreateJobParamsCreate = "0"
+	CreateJobParamsCreateN1     CreateJobParamsCreate = "1"
+	CreateJobParamsCreateTRUE   CreateJobParamsCreate = "TRUE"
+	CreateJobParamsCreateTrue   CreateJobParamsCreate = "true"
+	CreateJobParamsCreateTrue1  CreateJobParamsCreate = "True"
+)
+
+// Valid indicates whether the value is a known member of the CreateJobParamsCreate enum.
+func (e CreateJobParamsCreate) Valid() bool {
+	switch e {
+	case CreateJobParamsCreateFALSE:
+		return true
+	case CreateJobParamsCreateFalse:
+		return true
+	case CreateJobParamsCreateFalse1:
+		return true
+	case CreateJobParamsCreateN0:
+		return true
+	case CreateJobParamsCreateN1:
+		return true
+	case CreateJobParamsCreateTRUE:
+		return true
+	case CreateJobParamsCreateTrue:
+		return true
+	case CreateJobParamsCreateTrue1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateJobParamsDryRun.
+const (
+	CreateJobParamsDryRunFALSE  CreateJobParamsDryRun = "FALSE"
+	CreateJobParamsDryRunFalse  CreateJobParamsDryRun = "false"
+	CreateJobParamsDryRunFalse1 CreateJobParamsDryRun = "False"
+	CreateJobParamsDryRunN0     CreateJobParamsDryRun = "0"
+	CreateJobParamsDryRunN1     CreateJobParamsDryRun = "1"
+	CreateJobParamsDryRunTRUE   CreateJobParamsDryRun = "TRUE"
+	CreateJobParamsDryRunTrue   CreateJobParamsDryRun = "true"
+	CreateJobParamsDryRunTrue1  CreateJobParamsDryRun = "True"
+)
+
+// Valid indicates whether the value is a known member of the CreateJobParamsDryRun enum.
+func (e CreateJobParamsDryRun) Valid() bool {
+	switch e {
+	case CreateJobParamsDryRunFALSE:
+		return true
+	case CreateJobParamsDryRunFalse:
+		return true
+	case CreateJobParamsDryRunFalse1:
+		return true
+	case CreateJobParamsDryRunN0:
+		return true
+	case CreateJobParamsDryRunN1:
+		return true
+	case CreateJobParamsDryRunTRUE:
+		return true
+	case CreateJobParamsDryRunTrue:
+		return true
+	case CreateJobParamsDryRunTrue1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetJobResultsParamsOutcome.
+const (
+	All             GetJobResultsParamsOutcome = "all"
+	AlreadyImported GetJobResultsParamsOutcome = "already_imported"
+	Cancelled       GetJobResultsParamsOutcome = "cancelled"
+	Created         GetJobResultsParamsOutcome = "created"
+	DuplicateLine   GetJobResultsParamsOutcome = "duplicate_line"
+	Failed          GetJobResultsParamsOutcome = "failed"
+	InProgress      GetJobResultsParamsOutcome = "in_progress"
+	Invalid         GetJobResultsParamsOutcome = "invalid"
+	Pending         GetJobResultsParamsOutcome = "pending"
+	Staged          GetJobResultsParamsOutcome = "staged"
+)
+
+// Valid indicates whether the value is a known member of the GetJobResultsParamsOutcome enum.
+func (e GetJobResultsParamsOutcome) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case AlreadyImported:
+		return true
+	case Cancelled:
+		return true
+	case Created:
+		return true
+	case DuplicateLine:
+		return true
+	case Failed:
+		return true
+	case InProgress:
+		return true
+	case Invalid:
+		return true
+	case Pending:
+		return true
+	case Staged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetJobResultsParamsFormat.
+const (
+	Csv    GetJobResultsParamsFormat = "csv"
+	Ndjson GetJobResultsParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the GetJobResultsParamsFormat enum.
+func (e GetJobResultsParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Account One account (CONTRACT §5). The same object is returned by validate-account, normalised:
 // defaults filled (`account_type`, `unknown_occupier`, `communication_preference`,
 // `transfer_balance`, notes' `is_pinned`), phone numbers in E.164, money as strings.
@@ -1018,6 +1177,68 @@ type ImportRecord struct {
 
 // ImportStatus `UNKNOWN`: staged, never processed, or the last attempt failed; `IN_PROGRESS`: queued or running; `COMPLETED`: created.
 type ImportStatus string
+
+// Job A bulk import job.
+type Job struct {
+	// AccountsPerSecond Lines finished per second over the last minute.
+	AccountsPerSecond float32 `json:"accounts_per_second"`
+
+	// BodyBytes Bytes of the body as sent (compressed, if it was).
+	BodyBytes int `json:"body_bytes"`
+
+	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
+	Counters JobCounters `json:"counters"`
+
+	// Create false: the job only stages.
+	Create bool `json:"create"`
+
+	// CreatedAt An instant as the API writes it: `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). Every datetime in a response has this one form.
+	//
+	// Examples: 2025-06-01T09:30:00Z
+	CreatedAt DateTime `json:"created_at"`
+	DryRun    bool     `json:"dry_run"`
+
+	// Error Why a FAILED job failed.
+	Error *struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	} `json:"error,omitempty"`
+
+	// EtaSeconds Seconds until every line is finished at the current rate; null while unknown.
+	EtaSeconds     *int      `json:"eta_seconds"`
+	FinishedAt     *DateTime `json:"finished_at"`
+	Id             int       `json:"id"`
+	ImportSupplier string    `json:"import_supplier"`
+	ReceivedAt     *DateTime `json:"received_at"`
+	ResultsUrl     string    `json:"results_url"`
+
+	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+	State     JobState `json:"state"`
+	StatusUrl string   `json:"status_url"`
+}
+
+// JobAccepted defines model for JobAccepted.
+type JobAccepted struct {
+	Id        int    `json:"id"`
+	StatusUrl string `json:"status_url"`
+}
+
+// JobCounters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
+type JobCounters struct {
+	AlreadyImported int `json:"already_imported"`
+	Cancelled       int `json:"cancelled"`
+	Created         int `json:"created"`
+	DuplicateLine   int `json:"duplicate_line"`
+	Failed          int `json:"failed"`
+	InProgress      int `json:"in_progress"`
+	Invalid         int `json:"invalid"`
+	Pending         int `json:"pending"`
+	Received        int `json:"received"`
+	Staged          int `json:"staged"`
+}
+
+// JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+type JobState string
 
 // LatestError Why the last creation attempt failed.
 type LatestError struct {
@@ -1840,6 +2061,73 @@ type ListImportedAccountImportProcessesParams struct {
 	// Cursor Where the page starts; copy it from the `Link` header. Needs `page_size`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListJobsParams defines parameters for ListJobs.
+type ListJobsParams struct {
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Cursor Copy it from the `Link` header.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateJobParams defines parameters for CreateJob.
+type CreateJobParams struct {
+	// ImportSupplier Every line must be for this supplier.
+	ImportSupplier string `form:"import_supplier" json:"import_supplier"`
+
+	// OperationsTeamName Required unless `create=false`.
+	OperationsTeamName *string `form:"operations_team_name,omitempty" json:"operations_team_name,omitempty"`
+
+	// Create Default true; false only stages.
+	Create *CreateJobParamsCreate `form:"create,omitempty" json:"create,omitempty"`
+
+	// DryRun Default false; true creates each account and rolls it back (a line that would succeed ends `staged` with code `dry_run_rolled_back`).
+	DryRun *CreateJobParamsDryRun `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateJobParamsCreate defines parameters for CreateJob.
+type CreateJobParamsCreate string
+
+// CreateJobParamsDryRun defines parameters for CreateJob.
+type CreateJobParamsDryRun string
+
+// CancelJobParams defines parameters for CancelJob.
+type CancelJobParams struct {
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetJobResultsParams defines parameters for GetJobResults.
+type GetJobResultsParams struct {
+	// Outcome `all` (default); `failed`: the lines `invalid` or `failed`; `created`; or one outcome.
+	Outcome *GetJobResultsParamsOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+
+	// Format Default `ndjson`.
+	Format *GetJobResultsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetJobResultsParamsOutcome defines parameters for GetJobResults.
+type GetJobResultsParamsOutcome string
+
+// GetJobResultsParamsFormat defines parameters for GetJobResults.
+type GetJobResultsParamsFormat string
 
 // CreateNotesParams defines parameters for CreateNotes.
 type CreateNotesParams struct {
@@ -2757,6 +3045,45 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/data-import/imported-account-import-processes/{import_supplier}/ (the `ListImportedAccountImportProcesses` operationId).
 	ListImportedAccountImportProcesses(ctx context.Context, importSupplier SupplierPath, params *ListImportedAccountImportProcessesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListJobs The organisation's jobs
+	//
+	// An array of the organisation's jobs, newest first, one page of `page_size` (default 100, at most 1000); a `Link: <…>; rel="next"` header gives the next page.
+	//
+	// Corresponds with GET /v1/data-import/jobs/ (the `ListJobs` operationId).
+	ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateJobWithBody Upload a bulk import job
+	//
+	// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
+	//
+	// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
+	CreateJobWithBody(ctx context.Context, params *CreateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJob A job's state and counters
+	//
+	// State, counters, lines finished per second over the last minute and an ETA. One indexed row read whatever the job's size.
+	//
+	// Corresponds with GET /v1/data-import/jobs/{id}/ (the `GetJob` operationId).
+	GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelJob Cancel a job
+	//
+	// Lines not started are cancelled; accounts being created when the cancel arrives are either committed before it answers or cancelled; what was created stays. Once answered, no account of the job is created. Cancelling a finished job changes nothing and answers it as it is.
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
+	CancelJob(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetJobResults A job's per-line results
+	//
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	//
+	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
+	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateNotesWithBody Add notes to an imported account
 	//
 	// Each note needs a `body` or `document_paths`. A note whose `body` (and `created_at`, if given)
@@ -3284,6 +3611,95 @@ func (c *Client) CreateHistoricalStatements(ctx context.Context, params *CreateH
 // Corresponds with GET /v1/data-import/imported-account-import-processes/{import_supplier}/ (the `ListImportedAccountImportProcesses` operationId).
 func (c *Client) ListImportedAccountImportProcesses(ctx context.Context, importSupplier SupplierPath, params *ListImportedAccountImportProcessesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListImportedAccountImportProcessesRequest(c.Server, importSupplier, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListJobs The organisation's jobs
+//
+// An array of the organisation's jobs, newest first, one page of `page_size` (default 100, at most 1000); a `Link: <…>; rel="next"` header gives the next page.
+//
+// Corresponds with GET /v1/data-import/jobs/ (the `ListJobs` operationId).
+func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListJobsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateJobWithBody Upload a bulk import job
+//
+// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
+//
+// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
+func (c *Client) CreateJobWithBody(ctx context.Context, params *CreateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateJobRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJob A job's state and counters
+//
+// State, counters, lines finished per second over the last minute and an ETA. One indexed row read whatever the job's size.
+//
+// Corresponds with GET /v1/data-import/jobs/{id}/ (the `GetJob` operationId).
+func (c *Client) GetJob(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelJob Cancel a job
+//
+// Lines not started are cancelled; accounts being created when the cancel arrives are either committed before it answers or cancelled; what was created stays. Once answered, no account of the job is created. Cancelling a finished job changes nothing and answers it as it is.
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
+func (c *Client) CancelJob(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelJobRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetJobResults A job's per-line results
+//
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+//
+// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
+func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobResultsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4393,6 +4809,331 @@ func NewListImportedAccountImportProcessesRequest(server string, importSupplier 
 	return req, nil
 }
 
+// NewListJobsRequest constructs an http.Request for the ListJobs method
+func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateJobRequestWithBody constructs an http.Request for the CreateJob method, with any body, and a specified content type
+func NewCreateJobRequestWithBody(server string, params *CreateJobParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "import_supplier", params.ImportSupplier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.OperationsTeamName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operations_team_name", *params.OperationsTeamName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Create != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "create", *params.Create, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJobRequest constructs an http.Request for the GetJob method
+func NewGetJobRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelJobRequest constructs an http.Request for the CancelJob method
+func NewCancelJobRequest(server string, id string, params *CancelJobParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/cancel/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetJobResultsRequest constructs an http.Request for the GetJobResults method
+func NewGetJobResultsRequest(server string, id string, params *GetJobResultsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/results/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Outcome != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outcome", *params.Outcome, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateNotesRequest calls the generic CreateNotes builder with application/json body
 func NewCreateNotesRequest(server string, params *CreateNotesParams, body CreateNotesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5416,6 +6157,53 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/imported-account-import-processes/{import_supplier}/ (the `ListImportedAccountImportProcesses` operationId).
 	ListImportedAccountImportProcessesWithResponse(ctx context.Context, importSupplier SupplierPath, params *ListImportedAccountImportProcessesParams, reqEditors ...RequestEditorFn) (*ListImportedAccountImportProcessesResponse, error)
+
+	// ListJobsWithResponse The organisation's jobs
+	//
+	// An array of the organisation's jobs, newest first, one page of `page_size` (default 100, at most 1000); a `Link: <…>; rel="next"` header gives the next page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/jobs/ (the `ListJobs` operationId).
+	ListJobsWithResponse(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*ListJobsResponse, error)
+
+	// CreateJobWithBodyWithResponse Upload a bulk import job
+	//
+	// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
+	//
+	// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
+	CreateJobWithBodyWithResponse(ctx context.Context, params *CreateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateJobResponse, error)
+
+	// GetJobWithResponse A job's state and counters
+	//
+	// State, counters, lines finished per second over the last minute and an ETA. One indexed row read whatever the job's size.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/jobs/{id}/ (the `GetJob` operationId).
+	GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+
+	// CancelJobWithResponse Cancel a job
+	//
+	// Lines not started are cancelled; accounts being created when the cancel arrives are either committed before it answers or cancelled; what was created stays. Once answered, no account of the job is created. Cancelling a finished job changes nothing and answers it as it is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
+	CancelJobWithResponse(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*CancelJobResponse, error)
+
+	// GetJobResultsWithResponse A job's per-line results
+	//
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
+	GetJobResultsWithResponse(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*GetJobResultsResponse, error)
 
 	// CreateNotesWithBodyWithResponse Add notes to an imported account
 	//
@@ -7287,6 +8075,808 @@ func (r ListImportedAccountImportProcessesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListImportedAccountImportProcessesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListJobsResponse200Headers the declared response headers of an HTTP 200 response for ListJobs
+type ListJobsResponse200Headers struct {
+	Link       *string
+	XRequestID string
+}
+
+// ListJobsResponse400Headers the declared response headers of an HTTP 400 response for ListJobs
+type ListJobsResponse400Headers struct {
+	XRequestID string
+}
+
+// ListJobsResponse401Headers the declared response headers of an HTTP 401 response for ListJobs
+type ListJobsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// ListJobsResponse405Headers the declared response headers of an HTTP 405 response for ListJobs
+type ListJobsResponse405Headers struct {
+	XRequestID string
+}
+
+// ListJobsResponse500Headers the declared response headers of an HTTP 500 response for ListJobs
+type ListJobsResponse500Headers struct {
+	XRequestID string
+}
+
+// ListJobsResponse503Headers the declared response headers of an HTTP 503 response for ListJobs
+type ListJobsResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type ListJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Job
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListJobsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListJobsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListJobsResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListJobsResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListJobsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListJobsResponse) GetJSON200() *[]Job {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListJobsResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListJobsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListJobsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListJobsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateJobResponse202Headers the declared response headers of an HTTP 202 response for CreateJob
+type CreateJobResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+	XRequestID         string
+}
+
+// CreateJobResponse400Headers the declared response headers of an HTTP 400 response for CreateJob
+type CreateJobResponse400Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse401Headers the declared response headers of an HTTP 401 response for CreateJob
+type CreateJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// CreateJobResponse405Headers the declared response headers of an HTTP 405 response for CreateJob
+type CreateJobResponse405Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse409Headers the declared response headers of an HTTP 409 response for CreateJob
+type CreateJobResponse409Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+// CreateJobResponse413Headers the declared response headers of an HTTP 413 response for CreateJob
+type CreateJobResponse413Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse415Headers the declared response headers of an HTTP 415 response for CreateJob
+type CreateJobResponse415Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse422Headers the declared response headers of an HTTP 422 response for CreateJob
+type CreateJobResponse422Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse500Headers the declared response headers of an HTTP 500 response for CreateJob
+type CreateJobResponse500Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse503Headers the declared response headers of an HTTP 503 response for CreateJob
+type CreateJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type CreateJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobAccepted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInUse
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateJobResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateJobResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateJobResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *CreateJobResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateJobResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateJobResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateJobResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateJobResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateJobResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateJobResponse) GetJSON202() *JobAccepted {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateJobResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r CreateJobResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateJobResponse) GetJSON409() *IdempotencyKeyInUse {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateJobResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateJobResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateJobResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobResponse200Headers the declared response headers of an HTTP 200 response for GetJob
+type GetJobResponse200Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse401Headers the declared response headers of an HTTP 401 response for GetJob
+type GetJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// GetJobResponse404Headers the declared response headers of an HTTP 404 response for GetJob
+type GetJobResponse404Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse405Headers the declared response headers of an HTTP 405 response for GetJob
+type GetJobResponse405Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse500Headers the declared response headers of an HTTP 500 response for GetJob
+type GetJobResponse500Headers struct {
+	XRequestID string
+}
+
+// GetJobResponse503Headers the declared response headers of an HTTP 503 response for GetJob
+type GetJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type GetJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetJobResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetJobResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetJobResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelJobResponse200Headers the declared response headers of an HTTP 200 response for CancelJob
+type CancelJobResponse200Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse400Headers the declared response headers of an HTTP 400 response for CancelJob
+type CancelJobResponse400Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse401Headers the declared response headers of an HTTP 401 response for CancelJob
+type CancelJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// CancelJobResponse404Headers the declared response headers of an HTTP 404 response for CancelJob
+type CancelJobResponse404Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse405Headers the declared response headers of an HTTP 405 response for CancelJob
+type CancelJobResponse405Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse409Headers the declared response headers of an HTTP 409 response for CancelJob
+type CancelJobResponse409Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+// CancelJobResponse413Headers the declared response headers of an HTTP 413 response for CancelJob
+type CancelJobResponse413Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse415Headers the declared response headers of an HTTP 415 response for CancelJob
+type CancelJobResponse415Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse422Headers the declared response headers of an HTTP 422 response for CancelJob
+type CancelJobResponse422Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse500Headers the declared response headers of an HTTP 500 response for CancelJob
+type CancelJobResponse500Headers struct {
+	XRequestID string
+}
+
+// CancelJobResponse503Headers the declared response headers of an HTTP 503 response for CancelJob
+type CancelJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type CancelJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInUse
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelJobResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CancelJobResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelJobResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CancelJobResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *CancelJobResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelJobResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CancelJobResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CancelJobResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CancelJobResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CancelJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelJobResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r CancelJobResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelJobResponse) GetJSON409() *IdempotencyKeyInUse {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CancelJobResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CancelJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CancelJobResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelJobResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetJobResultsResponse200Headers the declared response headers of an HTTP 200 response for GetJobResults
+type GetJobResultsResponse200Headers struct {
+	XRequestID string
+}
+
+// GetJobResultsResponse400Headers the declared response headers of an HTTP 400 response for GetJobResults
+type GetJobResultsResponse400Headers struct {
+	XRequestID string
+}
+
+// GetJobResultsResponse401Headers the declared response headers of an HTTP 401 response for GetJobResults
+type GetJobResultsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// GetJobResultsResponse404Headers the declared response headers of an HTTP 404 response for GetJobResults
+type GetJobResultsResponse404Headers struct {
+	XRequestID string
+}
+
+// GetJobResultsResponse405Headers the declared response headers of an HTTP 405 response for GetJobResults
+type GetJobResultsResponse405Headers struct {
+	XRequestID string
+}
+
+// GetJobResultsResponse500Headers the declared response headers of an HTTP 500 response for GetJobResults
+type GetJobResultsResponse500Headers struct {
+	XRequestID string
+}
+
+// GetJobResultsResponse503Headers the declared response headers of an HTTP 503 response for GetJobResults
+type GetJobResultsResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type GetJobResultsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJobResultsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetJobResultsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetJobResultsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetJobResultsResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetJobResultsResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetJobResultsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetJobResultsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetJobResultsResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetJobResultsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetJobResultsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetJobResultsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetJobResultsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetJobResultsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJobResultsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJobResultsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJobResultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJobResultsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10230,6 +11820,83 @@ func (c *ClientWithResponses) ListImportedAccountImportProcessesWithResponse(ctx
 	return ParseListImportedAccountImportProcessesResponse(rsp)
 }
 
+// ListJobsWithResponse The organisation's jobs
+//
+// An array of the organisation's jobs, newest first, one page of `page_size` (default 100, at most 1000); a `Link: <…>; rel="next"` header gives the next page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/jobs/ (the `ListJobs` operationId).
+func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *ListJobsParams, reqEditors ...RequestEditorFn) (*ListJobsResponse, error) {
+	rsp, err := c.ListJobs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListJobsResponse(rsp)
+}
+
+// CreateJobWithBodyWithResponse Upload a bulk import job
+//
+// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
+//
+// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
+func (c *ClientWithResponses) CreateJobWithBodyWithResponse(ctx context.Context, params *CreateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateJobResponse, error) {
+	rsp, err := c.CreateJobWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateJobResponse(rsp)
+}
+
+// GetJobWithResponse A job's state and counters
+//
+// State, counters, lines finished per second over the last minute and an ETA. One indexed row read whatever the job's size.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/jobs/{id}/ (the `GetJob` operationId).
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobResponse(rsp)
+}
+
+// CancelJobWithResponse Cancel a job
+//
+// Lines not started are cancelled; accounts being created when the cancel arrives are either committed before it answers or cancelled; what was created stays. Once answered, no account of the job is created. Cancelling a finished job changes nothing and answers it as it is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
+func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*CancelJobResponse, error) {
+	rsp, err := c.CancelJob(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelJobResponse(rsp)
+}
+
+// GetJobResultsWithResponse A job's per-line results
+//
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
+func (c *ClientWithResponses) GetJobResultsWithResponse(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*GetJobResultsResponse, error) {
+	rsp, err := c.GetJobResults(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJobResultsResponse(rsp)
+}
+
 // CreateNotesWithBodyWithResponse Add notes to an imported account
 //
 // Each note needs a `body` or `document_paths`. A note whose `body` (and `created_at`, if given)
@@ -12463,6 +14130,926 @@ func ParseListImportedAccountImportProcessesResponse(rsp *http.Response) (*ListI
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListImportedAccountImportProcessesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListJobsResponse parses an HTTP response from a ListJobsWithResponse call
+func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListJobsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListJobsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListJobsResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListJobsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateJobResponse parses an HTTP response from a CreateJobWithResponse call
+func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers CreateJobResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateJobResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers CreateJobResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateJobResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateJobResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateJobResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateJobResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobResponse parses an HTTP response from a GetJobWithResponse call
+func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetJobResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelJobResponse parses an HTTP response from a CancelJobWithResponse call
+func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelJobResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CancelJobResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers CancelJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers CancelJobResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelJobResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CancelJobResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CancelJobResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CancelJobResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers CancelJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetJobResultsResponse parses an HTTP response from a GetJobResultsWithResponse call
+func ParseGetJobResultsResponse(rsp *http.Response) (*GetJobResultsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJobResultsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJobResultsResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetJobResultsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetJobResultsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetJobResultsResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetJobResultsResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetJobResultsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetJobResultsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

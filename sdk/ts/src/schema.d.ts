@@ -601,6 +601,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/jobs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organisation's jobs
+         * @description An array of the organisation's jobs, newest first, one page of `page_size` (default 100, at most 1000); a `Link: <…>; rel="next"` header gives the next page.
+         */
+        get: operations["listJobs"];
+        put?: never;
+        /**
+         * Upload a bulk import job
+         * @description The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
+         *
+         *     `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+         */
+        post: operations["createJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/jobs/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's state and counters
+         * @description State, counters, lines finished per second over the last minute and an ETA. One indexed row read whatever the job's size.
+         */
+        get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/jobs/{id}/results/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's per-line results
+         * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+         */
+        get: operations["getJobResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/jobs/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a job
+         * @description Lines not started are cancelled; accounts being created when the cancel arrives are either committed before it answers or cancelled; what was created stays. Once answered, no account of the job is created. Cancelling a finished job changes nothing and answers it as it is.
+         */
+        post: operations["cancelJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     partnerNotification: {
@@ -1280,6 +1366,54 @@ export interface components {
                 /** @description false when the product existed and was updated. */
                 created: boolean;
             }[];
+        };
+        /** @description Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created. */
+        JobCounters: {
+            received: number;
+            pending: number;
+            invalid: number;
+            duplicate_line: number;
+            staged: number;
+            in_progress: number;
+            created: number;
+            already_imported: number;
+            failed: number;
+            cancelled: number;
+        };
+        /**
+         * @description `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+         * @enum {string}
+         */
+        JobState: "RECEIVING" | "PROCESSING" | "COMPLETED" | "FAILED" | "CANCELLED";
+        /** @description A bulk import job. */
+        Job: {
+            id: number;
+            state: components["schemas"]["JobState"];
+            import_supplier: string;
+            /** @description false: the job only stages. */
+            create: boolean;
+            dry_run: boolean;
+            counters: components["schemas"]["JobCounters"];
+            /** @description Lines finished per second over the last minute. */
+            accounts_per_second: number;
+            /** @description Seconds until every line is finished at the current rate; null while unknown. */
+            eta_seconds: number | null;
+            /** @description Bytes of the body as sent (compressed, if it was). */
+            body_bytes: number;
+            /** @description Why a FAILED job failed. */
+            error?: {
+                detail: string;
+                code: string;
+            };
+            created_at: components["schemas"]["DateTime"];
+            received_at: components["schemas"]["DateTime"] | null;
+            finished_at: components["schemas"]["DateTime"] | null;
+            status_url: string;
+            results_url: string;
+        };
+        JobAccepted: {
+            id: number;
+            status_url: string;
         };
     };
     responses: {
@@ -3310,6 +3444,367 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listJobs: {
+        parameters: {
+            query?: {
+                page_size?: number;
+                /** @description Copy it from the `Link` header. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 42,
+                     *         "state": "PROCESSING",
+                     *         "import_supplier": "DEMO_ENERGY",
+                     *         "create": true,
+                     *         "dry_run": false,
+                     *         "counters": {
+                     *           "received": 5000,
+                     *           "pending": 1200,
+                     *           "invalid": 50,
+                     *           "duplicate_line": 20,
+                     *           "staged": 300,
+                     *           "in_progress": 200,
+                     *           "created": 3200,
+                     *           "already_imported": 30,
+                     *           "failed": 0,
+                     *           "cancelled": 0
+                     *         },
+                     *         "accounts_per_second": 610.5,
+                     *         "eta_seconds": 3,
+                     *         "body_bytes": 115565,
+                     *         "created_at": "2025-06-01T09:30:00Z",
+                     *         "received_at": "2025-06-01T09:30:02Z",
+                     *         "finished_at": null,
+                     *         "status_url": "/v1/data-import/jobs/42/",
+                     *         "results_url": "/v1/data-import/jobs/42/results/"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Job"][];
+                };
+            };
+            /** @description Bad `page_size` or `cursor` (`invalid_payload`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createJob: {
+        parameters: {
+            query: {
+                /**
+                 * @description Every line must be for this supplier.
+                 * @example DEMO_ENERGY
+                 */
+                import_supplier: string;
+                /**
+                 * @description Required unless `create=false`.
+                 * @example Migrations
+                 */
+                operations_team_name?: string;
+                /** @description Default true; false only stages. */
+                create?: "true" | "false" | "1" | "0" | "True" | "False" | "TRUE" | "FALSE";
+                /** @description Default false; true creates each account and rolls it back (a line that would succeed ends `staged` with code `dry_run_rolled_back`). */
+                dry_run?: "true" | "false" | "1" | "0" | "True" | "False" | "TRUE" | "FALSE";
+            };
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The whole body is durably stored; follow `status_url`. */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    /** @description The job's status URL. */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "status_url": "/v1/data-import/jobs/42/"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobAccepted"];
+                };
+            };
+            /** @description Bad query (`invalid_payload`, with `errors` on the parameter), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "import_supplier_not_found" | "import_supplier_migration_not_ongoing" | "operations_team_name_does_not_exist" | "parse_error" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "state": "PROCESSING",
+                     *       "import_supplier": "DEMO_ENERGY",
+                     *       "create": true,
+                     *       "dry_run": false,
+                     *       "counters": {
+                     *         "received": 5000,
+                     *         "pending": 1200,
+                     *         "invalid": 50,
+                     *         "duplicate_line": 20,
+                     *         "staged": 300,
+                     *         "in_progress": 200,
+                     *         "created": 3200,
+                     *         "already_imported": 30,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "accounts_per_second": 610.5,
+                     *       "eta_seconds": 3,
+                     *       "body_bytes": 115565,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "received_at": "2025-06-01T09:30:02Z",
+                     *       "finished_at": null,
+                     *       "status_url": "/v1/data-import/jobs/42/",
+                     *       "results_url": "/v1/data-import/jobs/42/results/"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getJobResults: {
+        parameters: {
+            query?: {
+                /** @description `all` (default); `failed`: the lines `invalid` or `failed`; `created`; or one outcome. */
+                outcome?: "all" | "failed" | "created" | "pending" | "invalid" | "duplicate_line" | "staged" | "in_progress" | "already_imported" | "cancelled";
+                /** @description Default `ndjson`. */
+                format?: "ndjson" | "csv";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The results. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"line":51,"external_account_number":"BAD-50","outcome":"invalid","platform_account_number":"","errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation."} */
+                    "application/x-ndjson": string;
+                    "text/csv; charset=utf-8": string;
+                };
+            };
+            /** @description Bad `outcome` or `format` (`invalid_payload`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, CANCELLED (or as it was, if it had finished). */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "state": "PROCESSING",
+                     *       "import_supplier": "DEMO_ENERGY",
+                     *       "create": true,
+                     *       "dry_run": false,
+                     *       "counters": {
+                     *         "received": 5000,
+                     *         "pending": 1200,
+                     *         "invalid": 50,
+                     *         "duplicate_line": 20,
+                     *         "staged": 300,
+                     *         "in_progress": 200,
+                     *         "created": 3200,
+                     *         "already_imported": 30,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "accounts_per_second": 610.5,
+                     *       "eta_seconds": 3,
+                     *       "body_bytes": 115565,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "received_at": "2025-06-01T09:30:02Z",
+                     *       "finished_at": null,
+                     *       "status_url": "/v1/data-import/jobs/42/",
+                     *       "results_url": "/v1/data-import/jobs/42/results/"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Malformed `Idempotency-Key` (`invalid_idempotency_key`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
