@@ -55,7 +55,7 @@ CREATE UNIQUE INDEX import_jobs_idempotency_idx ON import_jobs (organisation_id,
 -- already_imported, failed, cancelled.
 CREATE TABLE import_job_records (
     job_id                  bigint NOT NULL REFERENCES import_jobs (id) ON DELETE CASCADE,
-    line                    integer NOT NULL,
+    line                    bigint NOT NULL, -- blank lines count too: a 2 GiB body may have more than 2^31
     external_account_number text,
     payload                 text,
     outcome                 text NOT NULL,

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -98,6 +99,22 @@ func TestOpenAPIContract(t *testing.T) {
 	post(v2Accounts+"DEMO_ENERGY/"+ext2+"/cancel/", nil, http.StatusOK)
 	get(v2Accounts+"DEMO_ENERGY/"+ext+"/events/", http.StatusOK)
 	post(v2Accounts+"DEMO_ENERGY/"+ext+"/cancel/", nil, http.StatusConflict)
+
+	// A bulk job that only stages (no worker here: it stays PROCESSING),
+	// its status, the list, its results in both formats, its cancel.
+	var line bytes.Buffer
+	if err := json.Compact(&line, []byte(s.account("EXT-J1"))); err != nil {
+		t.Fatal(err)
+	}
+	job := want(s.As(s.token, http.MethodPost, "/v1/data-import/jobs/?import_supplier=DEMO_ENERGY&create=false",
+		line.String()+"\n", "Content-Type", "application/x-ndjson"), http.StatusAccepted)
+	jobURL, _ := job.JSON()["status_url"].(string)
+	get(jobURL, http.StatusOK)
+	get("/v1/data-import/jobs/", http.StatusOK)
+	get(jobURL+"results/?outcome=all", http.StatusOK)
+	get(jobURL+"results/?format=csv", http.StatusOK)
+	post(jobURL+"cancel/", nil, http.StatusOK)
+	get("/v1/data-import/jobs/999999/", http.StatusNotFound)
 
 	// Probes, metrics, the document and its page: no credentials needed.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"} {

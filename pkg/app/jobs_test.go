@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -205,6 +204,13 @@ func TestJobCountersAddUp(t *testing.T) {
 			t.Fatalf("failed result %+v", l)
 		}
 	}
+	// The same as CSV for a spreadsheet: a header, then one row per line.
+	rows := p.csvResults(p.token, id, "failed")
+	if len(rows) != 51 || strings.Join(rows[0], ",") != "line,external_account_number,outcome,platform_account_number,error_code,error_detail,errors" ||
+		rows[1][0] != "51" || rows[1][2] != "invalid" || rows[1][4] != "account_failed_validation" ||
+		!strings.HasPrefix(rows[1][6], "sales_channel: invalid_choice: ") {
+		t.Fatalf("CSV results: %d rows, first %q", len(rows), rows[:min(2, len(rows))])
+	}
 	all := p.jobResults(p.token, id, "all")
 	if len(all) != 5000 {
 		t.Fatalf("%d results, want 5000", len(all))
@@ -255,5 +261,3 @@ func (p *pipeline) csvResults(token string, id int64, outcome string) [][]string
 	}
 	return recs
 }
-
-var _ = context.Background
