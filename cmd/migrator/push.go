@@ -42,6 +42,8 @@ type pushOptions struct {
 	v2             bool     // the asynchronous API (push_v2.go)
 	window         v2Window // its schedule window
 	follow         string
+	bulk           bool   // one bulk import job for the whole file (push_bulk.go)
+	supplier       string // with bulk: the job's import_supplier (default: the first line's)
 }
 
 func (c *cli) pushCmd() *cobra.Command {
@@ -87,6 +89,12 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 			if o.follow != followStatus && o.follow != followEvents {
 				return errors.New("--follow must be status or events")
 			}
+			if o.bulk {
+				if o.v2 || o.postImport != "" {
+					return errors.New("--bulk cannot be combined with --v2 or --post-import")
+				}
+				return c.pushBulk(cmd.Context(), o)
+			}
 			return c.push(cmd.Context(), o)
 		},
 	}
@@ -101,6 +109,8 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 	f.BoolVar(&o.v2, "v2", false, "use the asynchronous v2 API: one create per account, then follow its v2 status")
 	f.StringVar(&windowStart, "window-start", "", "with --v2: create no account before this time (RFC 3339)")
 	f.StringVar(&windowEnd, "window-end", "", "with --v2: an account not started by this time (RFC 3339) ends ERRORED schedule_window_expired")
+	f.BoolVar(&o.bulk, "bulk", false, "send the whole file as one bulk import job (gzipped, with an upload progress bar), follow its counters, then download its failed lines as the report; a rerun after Ctrl-C resumes the same job (state in <report>.job)")
+	f.StringVar(&o.supplier, "supplier", "", "with --bulk: the job's import_supplier (default: the first account's)")
 	f.StringVar(&o.follow, "follow", followStatus, "how to follow accounts still in progress: status (poll each status URL) or events (long-poll the event feed, one request for the whole run)")
 	return cmd
 }
