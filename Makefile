@@ -16,7 +16,7 @@ SOAK_FUZZTIME ?= 500000x
 SOAK_FUZZTIME_HTTP ?= 50000x
 SOAK_TESTS := TestPostgresRestartMidBatch|TestRedisRestartMidBatch|TestRedisFlushallMidBatch|TestWorkerSIGKILLMidBatch|TestAPIKilledWithCreatesWaiting|TestConcurrencyLimit
 
-.PHONY: build run test test-go soak bench bench-console fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
+.PHONY: build run test test-go soak bench bench-scale bench-console fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -54,6 +54,10 @@ sdk:
 ## bench: load generator against a fresh stack, pgbench ceiling, report in results/
 bench: build
 	@deploy/local/bench.sh
+
+## bench-scale: BENCH_ACCOUNTS (default 1,500,000) accounts through one bulk job on a fresh database, pgbench ceiling, report in results/scale.md (not part of make test)
+bench-scale: build
+	@deploy/local/bench-scale.sh
 
 ## bench-console: the console's overview rendered with CONSOLE_BENCH_PROCESSES (default 1,000,000) import processes (goal < 300 ms)
 CONSOLE_BENCH_PROCESSES ?= 1000000

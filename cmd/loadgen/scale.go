@@ -1,0 +1,431 @@
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// loadgen scale (`make bench-scale`): BENCH_ACCOUNTS accounts through one
+// bulk import job on a fresh database: the NDJSON body generated and
+// gzipped as it is sent (never in memory), then the job followed to the
+// end while job and account status are read at a fixed rate. Then pgbench's
+// per-account ceiling for the same writes. Report: results/scale.md with a
+// chart of accounts/s and status p99 over time, disk per account, and the
+// API's and worker's peak RSS.
+
+type scaleConfig struct {
+	API, APIKey, Supplier, Team, Prefix string
+	Accounts, StatusRate                int
+	DBURL, Out                          string
+	APIPID, WorkerPID                   int
+	PgClients, PgSeconds                int
+}
+
+// scaleSample is one second of the run.
+type scaleSample struct {
+	T          float64 `json:"t"`           // seconds since the upload started
+	Done       int64   `json:"done"`        // lines finished
+	Rate       float64 `json:"rate"`        // accounts/s over this second
+	StatusP99  float64 `json:"status_p99"`  // ms, reads in this second
+	StatusMax  float64 `json:"status_max"`  // ms
+	StatusN    int     `json:"status_n"`    // reads in this second
+	StatusErrs int     `json:"status_errs"` // failed reads in this second
+}
+
+type scaleResult struct {
+	When                time.Time      `json:"when"`
+	Machine             string         `json:"machine"`
+	Accounts            int            `json:"accounts"`
+	UploadSeconds       float64        `json:"upload_seconds"`
+	UploadBytes         int64          `json:"upload_bytes"`
+	ProcessSeconds      float64        `json:"process_seconds"` // accepted → COMPLETED
+	TotalSeconds        float64        `json:"total_seconds"`   // upload start → COMPLETED
+	Counters            map[string]int `json:"counters"`
+	AccountsPerSecond   float64        `json:"accounts_per_second"` // created / total
+	StatusRate          int            `json:"status_rate"`
+	StatusP50           float64        `json:"status_p50_ms"`
+	StatusP99           float64        `json:"status_p99_ms"`
+	StatusMax           float64        `json:"status_max_ms"`
+	StatusReads         int            `json:"status_reads"`
+	StatusErrs          int            `json:"status_errors"`
+	DiskBytesPerAccount float64        `json:"disk_bytes_per_account"`
+	APIPeakKB           int64          `json:"api_peak_kb"`
+	WorkerPeakKB        int64          `json:"worker_peak_kb"`
+	PgClients           int            `json:"pgbench_clients"`
+	Ceiling             pgbenchResult  `json:"ceiling"`
+	Samples             []scaleSample  `json:"samples"`
+}
+
+func scaleCmd() *cobra.Command {
+	var cfg scaleConfig
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "Accounts through one bulk import job; report throughput, status latency, disk and memory (make bench-scale)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := runScale(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return writeScale(res, cfg.Out)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.API, "api", "http://127.0.0.1:8080", "API base URL")
+	f.StringVar(&cfg.APIKey, "api-key", "", "partner API key")
+	f.StringVar(&cfg.Supplier, "supplier", "BENCH_ENERGY", "supplier code")
+	f.StringVar(&cfg.Team, "team", "Migrations", "operations team")
+	f.StringVar(&cfg.Prefix, "prefix", "SC-", "external account number prefix")
+	f.IntVar(&cfg.Accounts, "accounts", 1500000, "accounts in the job")
+	f.IntVar(&cfg.StatusRate, "status-rate", 50, "status reads per second (job and account status, alternately) throughout")
+	f.StringVar(&cfg.DBURL, "database-url", os.Getenv("DATABASE_URL"), "the service's database (disk size, pgbench)")
+	f.StringVar(&cfg.Out, "out", "results", "report folder")
+	f.IntVar(&cfg.APIPID, "api-pid", 0, "pid of the api process (RSS sampling)")
+	f.IntVar(&cfg.WorkerPID, "worker-pid", 0, "pid of the worker process (RSS sampling)")
+	f.IntVar(&cfg.PgClients, "pgbench-clients", 32, "pgbench client connections")
+	f.IntVar(&cfg.PgSeconds, "pgbench-seconds", 15, "pgbench duration (0 skips the ceiling)")
+	_ = cmd.MarkFlagRequired("api-key")
+	return cmd
+}
+
+func dbSize(ctx context.Context, dbURL string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)
+	return n, err
+}
+
+// countingWriter counts bytes written.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
+	res := &scaleResult{When: time.Now().UTC(), Machine: machine(), Accounts: cfg.Accounts, StatusRate: cfg.StatusRate, PgClients: cfg.PgClients}
+	c := newClient(cfg.API, 8)
+	c.http.Timeout = 0 // the upload may take minutes
+	if err := c.login(ctx, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	checkpoint(ctx, cfg.DBURL)
+	before, err := dbSize(ctx, cfg.DBURL)
+	if err != nil {
+		return nil, fmt.Errorf("database size: %w", err)
+	}
+	stopRSS := make(chan struct{})
+	apiPeak, workerPeak := peakRSS(cfg.APIPID, stopRSS), peakRSS(cfg.WorkerPID, stopRSS)
+
+	// The body, generated and gzipped as it is sent.
+	pr, pw := io.Pipe()
+	sent := &countingWriter{w: pw}
+	go func() {
+		zw, _ := gzip.NewWriterLevel(sent, gzip.BestSpeed)
+		enc := json.NewEncoder(zw)
+		var err error
+		for i := 0; i < cfg.Accounts && err == nil; i++ {
+			err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, i), i))
+		}
+		if err == nil {
+			err = zw.Close()
+		}
+		_ = pw.CloseWithError(err)
+	}()
+	start := time.Now()
+	q := "import_supplier=" + cfg.Supplier + "&operations_team_name=" + strings.ReplaceAll(cfg.Team, " ", "+")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.API+"/v1/data-import/jobs/?"+q, pr)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Token "+c.token)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Content-Encoding", "gzip")
+
+	// Status reads at a fixed rate from the start: the job's, and an
+	// account's of the job (created or not yet), alternately.
+	var mu sync.Mutex
+	var lat []struct {
+		at  float64
+		ms  float64
+		err bool
+	}
+	var jobPath string
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second / time.Duration(max(cfg.StatusRate, 1)))
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-statusCtx.Done():
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			jp := jobPath
+			mu.Unlock()
+			path := fmt.Sprintf("/v1/data-import/account-transfer-status/%s/%s%08d/", cfg.Supplier, cfg.Prefix, (i*7919)%cfg.Accounts)
+			if i%2 == 0 && jp != "" {
+				path = jp
+			}
+			go func() {
+				t0 := time.Now()
+				r, err := c.do(statusCtx, http.MethodGet, path, nil)
+				if statusCtx.Err() != nil {
+					return
+				}
+				bad := err != nil || (r.status != http.StatusOK && r.status != http.StatusNotFound)
+				mu.Lock()
+				lat = append(lat, struct {
+					at  float64
+					ms  float64
+					err bool
+				}{time.Since(start).Seconds(), float64(time.Since(t0).Microseconds()) / 1000, bad})
+				mu.Unlock()
+			}()
+		}
+	}()
+
+	resp, err := c.http.Do(req)
+	if err != nil {
+		stopStatus()
+		return nil, fmt.Errorf("upload: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	res.UploadSeconds = time.Since(start).Seconds()
+	res.UploadBytes = sent.n
+	if resp.StatusCode != http.StatusAccepted {
+		stopStatus()
+		return nil, fmt.Errorf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc struct {
+		StatusURL string `json:"status_url"`
+	}
+	_ = json.Unmarshal(body, &acc)
+	mu.Lock()
+	jobPath = acc.StatusURL
+	mu.Unlock()
+	fmt.Fprintf(os.Stderr, "uploaded %d accounts (%.1f MB gzipped) in %.1f s\n", cfg.Accounts, float64(sent.n)/1e6, res.UploadSeconds)
+
+	// Follow the job: lines done per second.
+	var doneAt []struct {
+		t    float64
+		done int64
+	}
+	for {
+		r, err := c.do(ctx, http.MethodGet, acc.StatusURL, nil)
+		if err != nil {
+			stopStatus()
+			return nil, err
+		}
+		var j struct {
+			State    string         `json:"state"`
+			Counters map[string]int `json:"counters"`
+		}
+		if err := json.Unmarshal(r.body, &j); err != nil {
+			stopStatus()
+			return nil, fmt.Errorf("job status: %d %s", r.status, r.body)
+		}
+		cn := j.Counters
+		done := int64(cn["received"] - cn["pending"] - cn["in_progress"] - cn["staged"])
+		doneAt = append(doneAt, struct {
+			t    float64
+			done int64
+		}{time.Since(start).Seconds(), done})
+		if len(doneAt)%30 == 0 {
+			fmt.Fprintf(os.Stderr, "%.0f s: %s %d/%d\n", time.Since(start).Seconds(), j.State, done, cfg.Accounts)
+		}
+		if j.State != "PROCESSING" && j.State != "RECEIVING" {
+			res.Counters = cn
+			break
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			stopStatus()
+			return nil, err
+		}
+	}
+	res.TotalSeconds = time.Since(start).Seconds()
+	res.ProcessSeconds = res.TotalSeconds - res.UploadSeconds
+	stopStatus()
+	wg.Wait()
+	close(stopRSS)
+	res.APIPeakKB, res.WorkerPeakKB = apiPeak.Load(), workerPeak.Load()
+	res.AccountsPerSecond = float64(res.Counters["created"]) / res.TotalSeconds
+
+	checkpoint(ctx, cfg.DBURL)
+	if after, err := dbSize(ctx, cfg.DBURL); err == nil && res.Counters["created"] > 0 {
+		res.DiskBytesPerAccount = float64(after-before) / float64(res.Counters["created"])
+	}
+
+	// Per-second samples.
+	mu.Lock()
+	secs := int(res.TotalSeconds) + 1
+	per := make([][]float64, secs)
+	errs := make([]int, secs)
+	var all []time.Duration
+	for _, l := range lat {
+		s := min(int(l.at), secs-1)
+		if l.err {
+			errs[s]++
+			res.StatusErrs++
+			continue
+		}
+		per[s] = append(per[s], l.ms)
+		all = append(all, time.Duration(l.ms*float64(time.Millisecond)))
+	}
+	mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	res.StatusReads = len(all)
+	res.StatusP50 = float64(percentile(all, 0.5).Microseconds()) / 1000
+	res.StatusP99 = float64(percentile(all, 0.99).Microseconds()) / 1000
+	res.StatusMax = float64(percentile(all, 1).Microseconds()) / 1000
+	k := 0
+	for s := range secs {
+		smp := scaleSample{T: float64(s)}
+		for k+1 < len(doneAt) && doneAt[k+1].t <= float64(s+1) {
+			k++
+		}
+		if len(doneAt) > 0 && doneAt[k].t <= float64(s+1) {
+			smp.Done = doneAt[k].done
+		}
+		if s > 0 {
+			smp.Rate = float64(smp.Done - res.Samples[s-1].Done)
+		}
+		xs := per[s]
+		sort.Float64s(xs)
+		smp.StatusN, smp.StatusErrs = len(xs), errs[s]
+		if len(xs) > 0 {
+			smp.StatusP99 = xs[min(len(xs)-1, int(float64(len(xs))*0.99))]
+			smp.StatusMax = xs[len(xs)-1]
+		}
+		res.Samples = append(res.Samples, smp)
+	}
+
+	if cfg.PgSeconds > 0 {
+		payload := mustJSON(realisticAccount(cfg.Supplier, "PGB", 0))
+		s, err := preparePgbench(ctx, cfg.DBURL, cfg.Supplier, payload)
+		if err != nil {
+			return nil, err
+		}
+		defer s.close()
+		tps, err := pgbench(ctx, cfg.DBURL, s.account, s.supID, "-c", strconv.Itoa(cfg.PgClients), "-j", "2", "-T", strconv.Itoa(cfg.PgSeconds))
+		if err != nil {
+			return nil, err
+		}
+		res.Ceiling.AccountTPS = tps
+	}
+	return res, nil
+}
+
+func writeScale(res *scaleResult, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := scaleChart(res, filepath.Join(dir, "scale.png")); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Bulk job at scale %s\n\n", res.When.Format(time.RFC3339))
+	fmt.Fprintf(&b, "Machine: %s. One `make bench-scale` run on a fresh database: **%d accounts** (the `make bench` account: 2 customers, 1 supply address, 2 meter points with agreements and meters, 2 notes, 5 opening transactions, ~4 KB of JSON each) in one bulk import job, the NDJSON body generated and gzipped as it was sent; status read %s throughout (the job's status and an account's v1 status, alternately). The ceiling is `pgbench` running the same per-account SQL writes (staging, start, creation) on the same database right after, from a fresh `CHECKPOINT`.\n\n",
+		res.Machine, res.Accounts, fmt.Sprintf("%d times a second", res.StatusRate))
+	ratio := 0.0
+	if res.Ceiling.AccountTPS > 0 {
+		ratio = res.AccountsPerSecond / res.Ceiling.AccountTPS
+	}
+	b.WriteString("| measure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| accounts created | %d of %d (invalid %d, failed %d) |\n", res.Counters["created"], res.Accounts, res.Counters["invalid"], res.Counters["failed"])
+	fmt.Fprintf(&b, "| upload (body %.1f MB gzipped, stored durably) | %.1f s |\n", float64(res.UploadBytes)/1e6, res.UploadSeconds)
+	fmt.Fprintf(&b, "| upload start → COMPLETED | **%.1f s** (%.1f min; goal for 1,500,000: < 30 min) |\n", res.TotalSeconds, res.TotalSeconds/60)
+	fmt.Fprintf(&b, "| accounts/s, end to end | **%.1f** |\n", res.AccountsPerSecond)
+	fmt.Fprintf(&b, "| pgbench per-account ceiling (same writes, %d clients) | %.1f accounts/s |\n", res.PgClients, res.Ceiling.AccountTPS)
+	fmt.Fprintf(&b, "| ratio to the ceiling | **%.2f** |\n", ratio)
+	fmt.Fprintf(&b, "| status reads | %d, p50 %.1f ms, **p99 %.1f ms**, max %.1f ms, %d errors |\n", res.StatusReads, res.StatusP50, res.StatusP99, res.StatusMax, res.StatusErrs)
+	fmt.Fprintf(&b, "| disk per account (database growth ÷ accounts, after CHECKPOINT) | %.1f KB |\n", res.DiskBytesPerAccount/1024)
+	fmt.Fprintf(&b, "| API peak RSS | %.1f MB |\n", float64(res.APIPeakKB)/1024)
+	fmt.Fprintf(&b, "| worker peak RSS | %.1f MB |\n", float64(res.WorkerPeakKB)/1024)
+	fmt.Fprintf(&b, "\n![accounts/s and status p99 over time](scale.png)\n")
+	md := b.String()
+	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	raw, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "scale.json"), raw, 0o644); err != nil {
+		return err
+	}
+	fmt.Print(md)
+	return nil
+}
+
+// scaleChart draws accounts/s and status p99 per second.
+func scaleChart(res *scaleResult, path string) error {
+	rate, p99 := plot.New(), plot.New()
+	rate.Title.Text, rate.X.Label.Text, rate.Y.Label.Text = "Accounts finished per second", "seconds since upload start", "accounts/s"
+	p99.Title.Text, p99.X.Label.Text, p99.Y.Label.Text = "Status read p99 (per second)", "seconds since upload start", "ms"
+	rp, lp := make(plotter.XYs, 0, len(res.Samples)), make(plotter.XYs, 0, len(res.Samples))
+	for _, s := range res.Samples {
+		rp = append(rp, plotter.XY{X: s.T, Y: s.Rate})
+		if s.StatusN > 0 {
+			lp = append(lp, plotter.XY{X: s.T, Y: s.StatusP99})
+		}
+	}
+	for _, x := range []struct {
+		p   *plot.Plot
+		pts plotter.XYs
+		c   color.RGBA
+	}{{rate, rp, color.RGBA{R: 60, G: 120, B: 200, A: 255}}, {p99, lp, color.RGBA{R: 200, G: 80, B: 60, A: 255}}} {
+		if len(x.pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(x.pts)
+		if err != nil {
+			return err
+		}
+		l.Color = x.c
+		x.p.Add(l)
+	}
+	img := vgimg.New(vg.Points(1000), vg.Points(350))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadY: vg.Points(10), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
+	canvases := plot.Align([][]*plot.Plot{{rate, p99}}, tiles, dc)
+	rate.Draw(canvases[0][0])
+	p99.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
