@@ -22,8 +22,8 @@ type BulkJobStore interface {
 	Catalogue
 	ClaimJob(ctx context.Context, jobID int64, owner string, lease time.Duration) (dataimport.Job, bool, error)
 	YieldJob(ctx context.Context, jobID int64, owner string) (int, error)
-	StageJobChunk(ctx context.Context, job dataimport.Job, limit int) (int, error)
-	JobStartCandidates(ctx context.Context, jobID int64, limit int) ([]postgres.JobCandidate, error)
+	StageJobChunk(ctx context.Context, job dataimport.Job, after int64, limit int) (int, int64, error)
+	JobStartCandidates(ctx context.Context, jobID, after int64, limit int) ([]postgres.JobCandidate, error)
 	BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate) ([]postgres.JobCandidate, error)
 	JobInFlight(ctx context.Context, jobID int64, limit int) ([]postgres.JobCandidate, error)
 	LoadManyForCreation(ctx context.Context, processIDs []int64) (map[int64]postgres.LoadedProcess, error)
@@ -143,6 +143,10 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, e
 	stageN, createN, parallel, slice := h.defaults()
 	until := time.Now().Add(slice)
 	var sampled time.Time
+	// Where the scans for lines to stage and to start resume: past the
+	// lines already handled (reset when a round finds nothing, so lines
+	// left for a later round are found again).
+	var stagedTo, startedTo int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -159,13 +163,13 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, e
 				return false, err
 			}
 		} else {
-			n, err := h.Store.StageJobChunk(ctx, job, stageN)
+			n, last, err := h.Store.StageJobChunk(ctx, job, stagedTo, stageN)
 			if err != nil {
 				return false, err
 			}
-			progress = n > 0
+			progress, stagedTo = n > 0, last
 			if job.Create {
-				started, err := h.start(ctx, job, createN*parallel)
+				started, err := h.start(ctx, job, &startedTo, createN*parallel)
 				if err != nil {
 					return false, err
 				}
@@ -195,7 +199,8 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, e
 				return done, err
 			}
 			// Waiting: for slots under the cap, or for attempts another
-			// path is running.
+			// path is running. Look from the start again next round.
+			stagedTo, startedTo = 0, 0
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
@@ -211,8 +216,8 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, e
 // start takes a slot under the cluster-wide cap for each of up to limit
 // staged lines (stopping at the first refusal) and starts their attempts.
 // Slots of attempts that did not start are given back.
-func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, limit int) ([]postgres.JobCandidate, error) {
-	cands, err := h.Store.JobStartCandidates(ctx, job.ID, limit)
+func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *int64, limit int) ([]postgres.JobCandidate, error) {
+	cands, err := h.Store.JobStartCandidates(ctx, job.ID, *after, limit)
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
@@ -243,6 +248,9 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, limit in
 		h.release(ctx, held, 1)
 		return nil, err
 	}
+	// Lines before the last one taken are started or settled (a line whose
+	// attempt moved on is found again after a reset).
+	*after = held[len(held)-1].Line
 	got := make(map[int64]bool, len(started))
 	for _, c := range started {
 		got[c.ProcessID] = true

@@ -58,7 +58,7 @@ INSERT INTO import_process_events (process_id, event, data)
 SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'v1')
   FROM s, unnest(ARRAY['EVENT_ACCOUNT_IMPORT_PROCESS_SCHEDULED', 'EVENT_ACCOUNT_IMPORT_PROCESS_STARTED']) WITH ORDINALITY AS ev(name, n) ORDER BY ev.n;
 INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number, account_type, details, transfer_balance)
-VALUES ('A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'), :sup, :process_id, 'PGA-' || :n, 'DOMESTIC', %[3]s::jsonb, 120.50)
+VALUES (%[2]s, :sup, :process_id, 'PGA-' || :n, 'DOMESTIC', %[3]s::jsonb, 120.50)
 RETURNING id AS account_id \gset
 INSERT INTO account_customers (account_id, position, given_name, family_name, title, email, mobile, landline, date_of_birth, customer_preferences)
 VALUES (:account_id, 0, 'Alex', 'Loadtest', 'Mx', 'alex@example.co.uk', '+447400000001', '+442079460018', '1980-04-12', '{"opted_into_sms":true}'),
@@ -93,7 +93,7 @@ VALUES (:account_id, :statement_id, 'C1', 'CHARGE', current_date, 45.20, 45.20, 
        (:account_id, :statement_id, 'S1', 'CHARGE', current_date, 12.34, 12.34, '{"type":"CHARGE"}');
 UPDATE accounts SET balance = transfer_balance + (SELECT sum(balance_effect) FROM account_transactions WHERE account_id = :account_id) WHERE id = :account_id;
 WITH done AS (
-  UPDATE import_processes SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = 'A-%[2]s' || lpad(upper(to_hex(:n)), 5, '0'),
+  UPDATE import_processes SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = %[2]s,
          account_created_at = now(), latest_error = NULL, dry_run = false, modified_at = now()
    WHERE id = :process_id RETURNING id, attempt, platform_account_number),
 a AS (
@@ -149,8 +149,10 @@ func preparePgbench(ctx context.Context, dbURL, supplier string, payload []byte)
 	if _, err := conn.Exec(ctx, `CREATE SEQUENCE IF NOT EXISTS pgbench_account_seq`); err != nil {
 		return s, fmt.Errorf("pgbench setup: %w", err)
 	}
-	// Platform numbers A-<3 hex><5 hex>: pick a 3-hex prefix no real account uses.
-	prefix := ""
+	// Platform numbers A-<3 hex><5 hex>: pick a 3-hex prefix no real account
+	// uses. With many accounts (make bench-scale) every prefix is taken: then
+	// free numbers are drawn up front and each account looks its own up.
+	number := ""
 	for range 200 {
 		p := fmt.Sprintf("%03X", rand.IntN(4096))
 		var n int
@@ -158,12 +160,15 @@ func preparePgbench(ctx context.Context, dbURL, supplier string, payload []byte)
 			return s, err
 		}
 		if n == 0 {
-			prefix = p
+			number = "'A-" + p + "' || lpad(upper(to_hex(:n)), 5, '0')"
 			break
 		}
 	}
-	if prefix == "" {
-		return s, fmt.Errorf("pgbench setup: no free platform-number prefix")
+	if number == "" {
+		var err error
+		if number, err = freeNumbers(ctx, conn, 300000); err != nil {
+			return s, err
+		}
 	}
 	if s.dir, err = os.MkdirTemp("", "loadgen-pgbench-"); err != nil {
 		return s, err
@@ -175,7 +180,7 @@ func preparePgbench(ctx context.Context, dbURL, supplier string, payload []byte)
 		s.close()
 		return s, err
 	}
-	if err := os.WriteFile(s.account, []byte(fmt.Sprintf(accountScript, lit, prefix, details)), 0o600); err != nil {
+	if err := os.WriteFile(s.account, []byte(fmt.Sprintf(accountScript, lit, number, details)), 0o600); err != nil {
 		s.close()
 		return s, err
 	}
@@ -221,3 +226,39 @@ func checkpoint(ctx context.Context, dbURL string) {
 }
 
 func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// freeNumbers draws n platform numbers no account has, numbered after the
+// pgbench sequence's current value, into pgbench_free_numbers, and returns
+// the SQL expression of :n's number (one primary-key lookup per account).
+func freeNumbers(ctx context.Context, conn *pgx.Conn, n int) (string, error) {
+	var last int64
+	if err := conn.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM pgbench_account_seq`).Scan(&last); err != nil {
+		return "", fmt.Errorf("pgbench setup: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS pgbench_free_numbers, pgbench_number_draws;
+		CREATE UNLOGGED TABLE pgbench_number_draws (number text NOT NULL)`); err != nil {
+		return "", fmt.Errorf("pgbench setup: %w", err)
+	}
+	rows := make([][]any, 0, n)
+	seen := make(map[uint32]bool, n)
+	for len(rows) < n {
+		v := rand.Uint32()
+		if !seen[v] {
+			seen[v] = true
+			rows = append(rows, []any{fmt.Sprintf("A-%08X", v)})
+		}
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"pgbench_number_draws"}, []string{"number"}, pgx.CopyFromRows(rows)); err != nil {
+		return "", fmt.Errorf("pgbench setup: %w", err)
+	}
+	// Numbers real accounts hold are left out; the rest numbered without gaps.
+	for _, q := range []string{`CREATE UNLOGGED TABLE pgbench_free_numbers AS
+		SELECT ` + strconv.FormatInt(last, 10) + ` + row_number() OVER () AS n, d.number FROM pgbench_number_draws d
+		 WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.platform_account_number = d.number)`,
+		`ALTER TABLE pgbench_free_numbers ADD PRIMARY KEY (n)`, `DROP TABLE pgbench_number_draws`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("pgbench setup: %w", err)
+		}
+	}
+	return "(SELECT number FROM pgbench_free_numbers WHERE n = :n)", nil
+}

@@ -430,7 +430,7 @@ func moveCounters(ctx context.Context, tx *sql.Tx, jobID int64, delta map[string
 }
 
 type lineUpdate struct {
-	line      int
+	line      int64
 	outcome   string
 	version   *int
 	processID *int64
@@ -449,7 +449,7 @@ func applyLineUpdates(ctx context.Context, tx *sql.Tx, jobID int64, ups []lineUp
 	plats := make([]*string, len(ups))
 	errs := make([]*string, len(ups))
 	for i, u := range ups {
-		lines[i], outcomes[i], pids[i], plats[i], errs[i] = int64(u.line), u.outcome, u.processID, u.platform, u.errJSON
+		lines[i], outcomes[i], pids[i], plats[i], errs[i] = u.line, u.outcome, u.processID, u.platform, u.errJSON
 		if u.version != nil {
 			v := int64(*u.version)
 			versions[i] = &v
@@ -482,42 +482,46 @@ func errorJSON(e *dataimport.Error) *string {
 // (already imported, skipped, in progress elsewhere). A round that Postgres
 // refuses is retried line by line behind savepoints, so a bad line fails
 // alone. It returns how many lines it handled (0: none left).
-func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, limit int) (int, error) {
+//
+// after is the last line a previous chunk handled (0: from the start): the
+// scan starts past it, so it never wades through the index entries of lines
+// already done, however large the job.
+func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64, limit int) (int, int64, error) {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("stage job chunk: %w", err)
+		return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	if err := jobGuard(ctx, tx, job.ID); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	type line struct {
-		line     int
+		line     int64
 		external string
 		payload  string
 		outcome  string
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT line, external_account_number, payload, outcome FROM import_job_records
-		WHERE job_id = $1 AND (outcome = 'pending' OR (outcome = 'duplicate_line' AND staged_version IS NULL))
-		ORDER BY line LIMIT $2 FOR UPDATE`, job.ID, limit)
+		WHERE job_id = $1 AND line > $3 AND (outcome = 'pending' OR (outcome = 'duplicate_line' AND staged_version IS NULL))
+		ORDER BY line LIMIT $2 FOR UPDATE`, job.ID, limit, after)
 	if err != nil {
-		return 0, fmt.Errorf("stage job chunk: %w", err)
+		return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 	}
 	var todo []line
 	for rows.Next() {
 		var l line
 		if err := rows.Scan(&l.line, &l.external, &l.payload, &l.outcome); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("stage job chunk: %w", err)
+			return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 		}
 		todo = append(todo, l)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("stage job chunk: %w", err)
+		return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 	}
 	if len(todo) == 0 {
-		return 0, nil
+		return 0, after, nil
 	}
 	outs := make([]stageOutcome, len(todo))
 	failed := make([]*dataimport.Error, len(todo))
@@ -541,7 +545,7 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, limit int) 
 		if err := stageJobRound(ctx, tx, job.SupplierID, todo2rows(now, func(i int) stageRow {
 			return stageRow{SupplierID: job.SupplierID, External: todo[i].external, Payload: []byte(todo[i].payload)}
 		}), now, outs, failed); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		idx = later
 	}
@@ -557,13 +561,13 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, limit int) 
 		prs, err := tx.QueryContext(ctx, `SELECT external_account_number, status, skipped, coalesce(platform_account_number, '')
 			FROM import_processes WHERE supplier_id = $1 AND external_account_number = ANY($2)`, job.SupplierID, refusedExt)
 		if err != nil {
-			return 0, fmt.Errorf("stage job chunk: %w", err)
+			return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 		}
 		for prs.Next() {
 			var p dataimport.ImportProcess
 			if err := prs.Scan(&p.ExternalAccountNumber, &p.Status, &p.Skipped, &p.PlatformAccountNumber); err != nil {
 				prs.Close()
-				return 0, fmt.Errorf("stage job chunk: %w", err)
+				return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 			}
 			procs[p.ExternalAccountNumber] = p
 		}
@@ -604,15 +608,15 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, limit int) 
 		ups = append(ups, u)
 	}
 	if err := applyLineUpdates(ctx, tx, job.ID, ups); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := moveCounters(ctx, tx, job.ID, delta); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("stage job chunk: commit: %w", err)
+		return 0, 0, fmt.Errorf("stage job chunk: commit: %w", err)
 	}
-	return len(todo), nil
+	return len(todo), int64(todo[len(todo)-1].line), nil
 }
 
 func todo2rows(idx []int, f func(int) stageRow) []stageRow {
@@ -667,17 +671,17 @@ func stageJobRound(ctx context.Context, tx *sql.Tx, supplierID int64, rows []sta
 // and the attempt it names (the current one, before starting; the started
 // one after).
 type JobCandidate struct {
-	Line      int
+	Line      int64
 	ProcessID int64
 	Attempt   int
 }
 
-// JobStartCandidates lists up to limit staged lines of the job waiting for
-// creation, with their process's current attempt.
-func (db *DB) JobStartCandidates(ctx context.Context, jobID int64, limit int) ([]JobCandidate, error) {
+// JobStartCandidates lists up to limit staged lines of the job after line
+// `after` waiting for creation, with their process's current attempt.
+func (db *DB) JobStartCandidates(ctx context.Context, jobID, after int64, limit int) ([]JobCandidate, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT r.line, r.process_id, p.attempt FROM import_job_records r
 		JOIN import_processes p ON p.id = r.process_id
-		WHERE r.job_id = $1 AND r.outcome = 'staged' AND r.attempt IS NULL ORDER BY r.line LIMIT $2`, jobID, limit)
+		WHERE r.job_id = $1 AND r.line > $3 AND r.outcome = 'staged' AND r.attempt IS NULL ORDER BY r.line LIMIT $2`, jobID, limit, after)
 	if err != nil {
 		return nil, fmt.Errorf("job start candidates: %w", err)
 	}
@@ -755,7 +759,7 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 	lines := make([]int64, 0, len(started))
 	attempts := make([]int64, 0, len(started))
 	for _, c := range started {
-		lines, attempts = append(lines, int64(c.Line)), append(attempts, int64(c.Attempt))
+		lines, attempts = append(lines, c.Line), append(attempts, int64(c.Attempt))
 	}
 	if len(started) > 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE import_job_records r SET outcome = 'in_progress', attempt = u.attempt, modified_at = now()
