@@ -261,3 +261,50 @@ func (p *pipeline) csvResults(token string, id int64, outcome string) [][]string
 	}
 	return recs
 }
+
+// TestJobDryRunAndLimits: a dry-run job creates nothing and says, per line,
+// that the account would import; a stage-only job stages; an upload over
+// MAX_JOB_BYTES (as sent, or once decompressed) is a 413, the job FAILED
+// with nothing kept; a line over MAX_BODY_BYTES is an invalid line.
+func TestJobDryRunAndLimits(t *testing.T) {
+	p := newPipeline(t, func(c *testutilConfig) { c.MaxJobBytes = 64 << 10; c.MaxBodyBytes = 8 << 10 })
+	p.StartWorker()
+	body := p.jobBody(0, 3)
+	id := acceptedJob(t, p.postJob(p.token, jobQuery+"&dry_run=true", strings.NewReader(body), true))
+	v := p.waitJob(p.token, id, time.Minute)
+	checkCounters(t, v, map[string]int64{"received": 3, "staged": 3})
+	for _, l := range p.jobResults(p.token, id, "all") {
+		if l.Outcome != "staged" || l.Code != "dry_run_rolled_back" {
+			t.Errorf("dry-run line %+v", l)
+		}
+	}
+	if n := p.count(`SELECT count(*) FROM accounts`); n != 0 {
+		t.Fatalf("a dry-run job created %d accounts", n)
+	}
+	if st := p.status("EXT-0001"); st["status"] != "UNKNOWN" {
+		t.Errorf("v1 status after a dry run: %v", st)
+	}
+
+	id = acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&create=false", strings.NewReader(p.jobBody(10, 2)+strings.Repeat("x", 9<<10)+"\n"), false))
+	v = p.waitJob(p.token, id, time.Minute)
+	checkCounters(t, v, map[string]int64{"received": 3, "staged": 2, "invalid": 1})
+	if bad := p.jobResults(p.token, id, "failed"); len(bad) != 1 || bad[0].Line != 3 || bad[0].Code != "request_too_large" {
+		t.Fatalf("long line: %+v", bad)
+	}
+
+	big := strings.Repeat(p.jobAccountLine("EXT-BIG")+"\n", 30) // ~100 KiB, ~5 KiB gzipped
+	for _, gz := range []bool{false, true} {
+		r := p.postJob(p.token, jobQuery, strings.NewReader(big), gz)
+		if r.Status != http.StatusRequestEntityTooLarge || r.JSON()["code"] != "request_too_large" {
+			t.Fatalf("oversized upload (gzip %v): %d %s", gz, r.Status, r.Body)
+		}
+	}
+	// The plain one was refused by its Content-Length before any job; the
+	// gzipped one once it expanded past the limit, its job FAILED.
+	if n := p.count(`SELECT count(*) FROM import_jobs WHERE state = 'FAILED'`); n != 1 {
+		t.Errorf("%d FAILED jobs after the oversized uploads, want 1", n)
+	}
+	if n := p.count(`SELECT count(*) FROM import_job_records r JOIN import_jobs j ON j.id = r.job_id WHERE j.state = 'FAILED'`); n != 0 {
+		t.Errorf("%d lines kept of refused uploads", n)
+	}
+}
