@@ -30,6 +30,7 @@ type BulkJobStore interface {
 	CreateJobAccounts(ctx context.Context, jobID int64, ins []postgres.CreationInput) ([]postgres.CreationResult, []error)
 	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
+	ExpireJobLines(ctx context.Context, jobID int64, e *dataimport.Error) error
 	ResolveJobLines(ctx context.Context, jobID int64) error
 	FinishJobIfDone(ctx context.Context, jobID int64) (bool, error)
 	SampleJobRate(ctx context.Context, jobID int64) error
@@ -96,7 +97,7 @@ func (h *BulkJobHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		defer wg.Done()
 		h.keepLease(ctx, cancel, job.ID, owner)
 	}()
-	done, err := h.drain(ctx, job)
+	done, until, err := h.drain(ctx, job)
 	cancel()
 	wg.Wait()
 	if done {
@@ -108,7 +109,8 @@ func (h *BulkJobHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	bg := context.WithoutCancel(ctx)
 	epoch, yErr := h.Store.YieldJob(bg, job.ID, owner)
 	if yErr == nil && epoch > 0 && err == nil {
-		if qErr := h.Queue.Enqueue(bg, queue.BulkJob{JobID: job.ID, Epoch: epoch}); qErr != nil {
+		// Waiting for the window: the next task is held until it opens.
+		if qErr := h.Queue.Enqueue(bg, queue.BulkJob{JobID: job.ID, Epoch: epoch, NotBefore: until}); qErr != nil {
 			h.Log.WarnContext(bg, "bulk job continuation not enqueued; reconciler will", "job_id", job.ID, "err", qErr.Error())
 		}
 	}
@@ -138,8 +140,14 @@ func (h *BulkJobHandler) keepLease(ctx context.Context, stop context.CancelFunc,
 }
 
 // drain works on the job until it is finished (true), its time slice ends
-// or ctx ends (false).
-func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, error) {
+// or ctx ends (false), or only its schedule window's start is awaited
+// (until: when to come back).
+func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (done bool, until time.Time, err error) {
+	done, err = h.drainWindow(ctx, job, &until)
+	return done, until, err
+}
+
+func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wake *time.Time) (bool, error) {
 	stageN, createN, parallel, slice := h.defaults()
 	until := time.Now().Add(slice)
 	var sampled time.Time
@@ -168,7 +176,19 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (bool, e
 				return false, err
 			}
 			progress, stagedTo = n > 0, last
-			if job.Create {
+			now := h.Now()
+			if job.Create && job.WindowEnd != nil && now.After(*job.WindowEnd) {
+				// The window ended: what has not started never will.
+				if err := h.Store.ExpireJobLines(ctx, job.ID, dataimport.WindowExpired(*job.WindowEnd)); err != nil {
+					return false, err
+				}
+			}
+			waiting := job.Create && job.WindowStart != nil && now.Before(*job.WindowStart)
+			if waiting && n == 0 {
+				*wake = *job.WindowStart // staged all it can: come back when the window opens
+				return false, nil
+			}
+			if job.Create && !waiting {
 				started, err := h.start(ctx, job, &startedTo, createN*parallel)
 				if err != nil {
 					return false, err

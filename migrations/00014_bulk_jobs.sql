@@ -14,6 +14,10 @@ CREATE TABLE import_jobs (
     state                text NOT NULL DEFAULT 'RECEIVING',
     create_accounts      boolean NOT NULL DEFAULT true,
     dry_run              boolean NOT NULL DEFAULT false,
+    -- An optional v2-style schedule window: lines are staged at once, their
+    -- accounts created only inside it; lines not started by its end fail.
+    window_start         timestamptz,
+    window_end           timestamptz,
     idempotency_key      text,
     request_query        text NOT NULL DEFAULT '',
     body_bytes           bigint NOT NULL DEFAULT 0,

@@ -308,3 +308,36 @@ func TestJobDryRunAndLimits(t *testing.T) {
 		t.Errorf("%d lines kept of refused uploads", n)
 	}
 }
+
+// TestJobScheduleWindow: with a v2-style window, lines are staged at once
+// and accounts created only once it opens; lines not started by its end
+// fail with schedule_window_expired. A window in the past is refused.
+func TestJobScheduleWindow(t *testing.T) {
+	p := newPipeline(t)
+	ts := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+	if r := p.postJob(p.token, jobQuery+"&schedule_window_start="+ts(-time.Hour), strings.NewReader(p.jobBody(0, 1)), false); r.Status != http.StatusBadRequest ||
+		!strings.Contains(string(r.Body), "schedule_window_start_in_past") {
+		t.Fatalf("window in the past: %d %s", r.Status, r.Body)
+	}
+	// No worker yet: the window ends before anything can start.
+	expired := acceptedJob(t, p.postJob(p.token, jobQuery+"&schedule_window_end="+ts(2*time.Second), strings.NewReader(p.jobBody(100, 5)), false))
+	time.Sleep(3 * time.Second)
+	p.StartWorker()
+	v := p.waitJob(p.token, expired, time.Minute)
+	checkCounters(t, v, map[string]int64{"received": 5, "failed": 5})
+	if f := p.jobResults(p.token, expired, "failed"); len(f) != 5 || f[0].Code != "schedule_window_expired" {
+		t.Fatalf("expired lines: %+v", f)
+	}
+
+	opens := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	id := acceptedJob(t, p.postJob(p.token, jobQuery+"&schedule_window_start="+opens.UTC().Format(time.RFC3339), strings.NewReader(p.jobBody(0, 20)), false))
+	v = p.waitCounter(p.token, id, "staged", 20, 30*time.Second)
+	if v.Counters["created"] != 0 || time.Now().After(opens) {
+		t.Fatalf("before the window: %v (now after the start: %v)", v.Counters, time.Now().After(opens))
+	}
+	v = p.waitJob(p.token, id, time.Minute)
+	checkCounters(t, v, map[string]int64{"received": 20, "created": 20})
+	if early := p.count(`SELECT count(*) FROM import_attempts WHERE outcome = 'COMPLETED' AND finished_at < ?`, opens); early != 0 {
+		t.Fatalf("%d accounts created before the window opened", early)
+	}
+}

@@ -68,6 +68,8 @@ type Job struct {
 	State          JobState
 	Create         bool // false: stage only
 	DryRun         bool
+	WindowStart    *time.Time // creation starts no earlier (nil: at once)
+	WindowEnd      *time.Time // lines not started by then fail (nil: no deadline)
 	Counters       JobCounters
 	Error          *Error
 	BodyBytes      int64

@@ -80,11 +80,13 @@ var ndjsonTypes = map[string]bool{"application/x-ndjson": true, "application/ndj
 type jobQuery struct {
 	supplier, team string
 	create, dryRun bool
+	window         dataimport.Window
 }
 
 func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 	var errs []dataimport.FieldError
-	known := map[string]bool{"import_supplier": true, "operations_team_name": true, "create": true, "dry_run": true}
+	known := map[string]bool{"import_supplier": true, "operations_team_name": true, "create": true, "dry_run": true,
+		"schedule_window_start": true, "schedule_window_end": true}
 	for k := range c.Request.URL.Query() {
 		if !known[k] {
 			errs = append(errs, dataimport.FieldError{Attr: k, Code: dataimport.CodeUnknownField, Detail: "Unknown query parameter."})
@@ -99,6 +101,31 @@ func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 	if q.create && q.team == "" {
 		errs = append(errs, dataimport.FieldError{Attr: "operations_team_name", Code: dataimport.CodeRequired,
 			Detail: "This query parameter is required when the job creates accounts."})
+	}
+	// The v2 schedule window, with the v2 rules.
+	for _, w := range []struct {
+		name string
+		dst  *time.Time
+	}{{"schedule_window_start", &q.window.Start}, {"schedule_window_end", &q.window.End}} {
+		if v, ok := c.GetQuery(w.name); ok {
+			t, err := dataimport.ParseDateTime(v)
+			if err != nil {
+				errs = append(errs, dataimport.FieldError{Attr: w.name, Code: dataimport.CodeInvalidDatetime,
+					Detail: "Must be a date and time such as 2025-06-01T22:00:00Z."})
+				continue
+			}
+			*w.dst = t.Time
+		}
+	}
+	if !q.window.Start.IsZero() || !q.window.End.IsZero() {
+		if !q.create {
+			errs = append(errs, dataimport.FieldError{Attr: "schedule_window_start", Code: dataimport.CodeInvalid,
+				Detail: "A schedule window needs create=true."})
+		}
+		for _, e := range dataimport.CheckWindow(q.window, time.Now()) {
+			e.Attr = strings.TrimPrefix(e.Attr, "task_params.")
+			errs = append(errs, e)
+		}
 	}
 	if q.dryRun && !q.create {
 		errs = append(errs, dataimport.FieldError{Attr: "dry_run", Code: dataimport.CodeInvalid, Detail: "dry_run needs create=true."})
@@ -170,7 +197,7 @@ func (s *Server) postJob(c *gin.Context) {
 		key = values[0]
 	}
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
-		Create: q.create, DryRun: q.dryRun, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
+		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
 	if err != nil {
 		abortWithError(c, err)
 		return
@@ -406,6 +433,8 @@ type jobBody struct {
 	ImportSupplier    string                 `json:"import_supplier"`
 	Create            bool                   `json:"create"`
 	DryRun            bool                   `json:"dry_run"`
+	WindowStart       *dataimport.DateTime   `json:"schedule_window_start"`
+	WindowEnd         *dataimport.DateTime   `json:"schedule_window_end"`
 	Counters          dataimport.JobCounters `json:"counters"`
 	AccountsPerSecond float64                `json:"accounts_per_second"`
 	ETASeconds        *int64                 `json:"eta_seconds"`
@@ -421,6 +450,7 @@ type jobBody struct {
 func newJobBody(v postgres.JobView) jobBody {
 	j := v.Job
 	b := jobBody{ID: j.ID, State: j.State, ImportSupplier: j.SupplierCode, Create: j.Create, DryRun: j.DryRun, Counters: j.Counters,
+		WindowStart: wireTimePtr(j.WindowStart), WindowEnd: wireTimePtr(j.WindowEnd),
 		BodyBytes: j.BodyBytes, CreatedAt: dataimport.NewDateTime(j.CreatedAt), ReceivedAt: wireTimePtr(j.ReceivedAt),
 		FinishedAt: wireTimePtr(j.FinishedAt), StatusURL: jobURL(j.ID), ResultsURL: jobURL(j.ID) + "results/"}
 	if j.Error != nil {

@@ -35,11 +35,12 @@ type NewJob struct {
 	TeamID         *int64
 	Create         bool
 	DryRun         bool
+	Window         dataimport.Window
 	IdempotencyKey string // empty: none
 	Query          string // the request's query string, compared on a retry with the same key
 }
 
-const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations_team_id, j.state, j.create_accounts, j.dry_run,
+const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations_team_id, j.state, j.create_accounts, j.dry_run, j.window_start, j.window_end,
 	j.error, j.body_bytes, j.n_received, j.n_pending, j.n_invalid, j.n_duplicate_line, j.n_staged, j.n_in_progress, j.n_created,
 	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text`
 
@@ -50,7 +51,7 @@ func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 	var errJSON []byte
 	var samples string
 	c := &j.Counters
-	err := r.Scan(&j.ID, &j.OrganisationID, &j.SupplierID, &j.SupplierCode, &j.TeamID, &j.State, &j.Create, &j.DryRun,
+	err := r.Scan(&j.ID, &j.OrganisationID, &j.SupplierID, &j.SupplierCode, &j.TeamID, &j.State, &j.Create, &j.DryRun, &j.WindowStart, &j.WindowEnd,
 		&errJSON, &j.BodyBytes, &c.Received, &c.Pending, &c.Invalid, &c.DuplicateLine, &c.Staged, &c.InProgress, &c.Created,
 		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples)
 	if err != nil {
@@ -97,10 +98,12 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 	}
 	var id int64
 	err := db.sql.QueryRowContext(ctx, `
-		INSERT INTO import_jobs (organisation_id, supplier_id, operations_team_id, create_accounts, dry_run, idempotency_key, request_query)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO import_jobs (organisation_id, supplier_id, operations_team_id, create_accounts, dry_run, idempotency_key, request_query,
+		                         window_start, window_end)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (organisation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING id`, in.OrganisationID, in.SupplierID, in.TeamID, in.Create, in.DryRun, key, in.Query).Scan(&id)
+		RETURNING id`, in.OrganisationID, in.SupplierID, in.TeamID, in.Create, in.DryRun, key, in.Query,
+		nullTime(in.Window.Start), nullTime(in.Window.End)).Scan(&id)
 	if err == nil {
 		j, err := db.job(ctx, in.OrganisationID, id)
 		return j.Job, nil, err
@@ -109,19 +112,17 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 		return dataimport.Job{}, nil, fmt.Errorf("create job: %w", err)
 	}
 	var ex IdempotentJob
-	row := db.sql.QueryRowContext(ctx, `SELECT `+jobColumns+`, j.request_query, (j.state = 'RECEIVING' AND j.heartbeat_at < now() - $3::interval)
-		  FROM import_jobs j JOIN import_suppliers s ON s.id = j.supplier_id
-		 WHERE j.organisation_id = $1 AND j.idempotency_key = $2`, in.OrganisationID, in.IdempotencyKey, staleAfter.String())
-	var samples string
-	var errJSON []byte
-	j := &ex.Job
-	c := &j.Counters
-	err = row.Scan(&j.ID, &j.OrganisationID, &j.SupplierID, &j.SupplierCode, &j.TeamID, &j.State, &j.Create, &j.DryRun,
-		&errJSON, &j.BodyBytes, &c.Received, &c.Pending, &c.Invalid, &c.DuplicateLine, &c.Staged, &c.InProgress, &c.Created,
-		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples, &ex.Query, &ex.Stale)
+	err = db.sql.QueryRowContext(ctx, `SELECT id, request_query, (state = 'RECEIVING' AND heartbeat_at < now() - $3::interval)
+		  FROM import_jobs WHERE organisation_id = $1 AND idempotency_key = $2`, in.OrganisationID, in.IdempotencyKey, staleAfter.String()).
+		Scan(&id, &ex.Query, &ex.Stale)
 	if err != nil {
 		return dataimport.Job{}, nil, fmt.Errorf("create job: existing job for the idempotency key: %w", err)
 	}
+	v, err := db.job(ctx, in.OrganisationID, id)
+	if err != nil {
+		return dataimport.Job{}, nil, err
+	}
+	ex.Job = v.Job
 	return dataimport.Job{}, &ex, nil
 }
 
@@ -1057,6 +1058,23 @@ func (db *DB) SampleJobRate(ctx context.Context, jobID int64) error {
 		 WHERE id = $1`, jobID)
 	if err != nil {
 		return fmt.Errorf("sample job %d rate: %w", jobID, err)
+	}
+	return nil
+}
+
+// ExpireJobLines fails the job's staged lines not started yet: their
+// schedule window ended (e says so).
+func (db *DB) ExpireJobLines(ctx context.Context, jobID int64, e *dataimport.Error) error {
+	_, err := db.sql.ExecContext(ctx, `
+		WITH u AS (
+			UPDATE import_job_records SET outcome = 'failed', errors = $2::jsonb, modified_at = now()
+			 WHERE job_id = $1 AND outcome = 'staged' AND attempt IS NULL
+			RETURNING 1
+		)
+		UPDATE import_jobs SET n_staged = n_staged - (SELECT count(*) FROM u), n_failed = n_failed + (SELECT count(*) FROM u), modified_at = now()
+		 WHERE id = $1`, jobID, *errorJSON(e))
+	if err != nil {
+		return fmt.Errorf("expire job %d lines: %w", jobID, err)
 	}
 	return nil
 }

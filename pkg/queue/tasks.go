@@ -170,6 +170,8 @@ const TypeBulkJob = "job:process"
 type BulkJob struct {
 	JobID int64 `json:"job_id"`
 	Epoch int   `json:"epoch"`
+	// NotBefore holds the task until the job's schedule window opens.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // TaskID is deterministic per (job, epoch).
@@ -184,6 +186,9 @@ func (p BulkJob) Task() (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", TypeBulkJob, err)
 	}
-	return asynq.NewTask(TypeBulkJob, b, asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts),
-		asynq.MaxRetry(1<<20), asynq.Timeout(15*time.Minute)), nil
+	opts := []asynq.Option{asynq.TaskID(p.TaskID()), asynq.Queue(QueueAccounts), asynq.MaxRetry(1 << 20), asynq.Timeout(15 * time.Minute)}
+	if !p.NotBefore.IsZero() {
+		opts = append(opts, asynq.ProcessAt(p.NotBefore))
+	}
+	return asynq.NewTask(TypeBulkJob, b, opts...), nil
 }

@@ -1212,6 +1212,12 @@ type Job struct {
 	ReceivedAt     *DateTime `json:"received_at"`
 	ResultsUrl     string    `json:"results_url"`
 
+	// ScheduleWindowEnd Lines not started by then end `failed` with `schedule_window_expired`.
+	ScheduleWindowEnd *DateTime `json:"schedule_window_end"`
+
+	// ScheduleWindowStart Accounts are created no earlier; lines are staged at once.
+	ScheduleWindowStart *DateTime `json:"schedule_window_start"`
+
 	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
 	State     JobState `json:"state"`
 	StatusUrl string   `json:"status_url"`
@@ -2083,6 +2089,12 @@ type CreateJobParams struct {
 
 	// DryRun Default false; true creates each account and rolls it back (a line that would succeed ends `staged` with code `dry_run_rolled_back`).
 	DryRun *CreateJobParamsDryRun `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+
+	// ScheduleWindowStart As in v2: create the accounts no earlier than this (not in the past, beyond 60 s of clock skew). Needs `create=true`.
+	ScheduleWindowStart *DateTime `form:"schedule_window_start,omitempty" json:"schedule_window_start,omitempty"`
+
+	// ScheduleWindowEnd As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`.
+	ScheduleWindowEnd *DateTime `form:"schedule_window_end,omitempty" json:"schedule_window_end,omitempty"`
 
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
 	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
@@ -4938,6 +4950,30 @@ func NewCreateJobRequestWithBody(server string, params *CreateJobParams, content
 		if params.DryRun != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScheduleWindowStart != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "schedule_window_start", *params.ScheduleWindowStart, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ScheduleWindowEnd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "schedule_window_end", *params.ScheduleWindowEnd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

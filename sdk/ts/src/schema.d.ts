@@ -1393,6 +1393,10 @@ export interface components {
             /** @description false: the job only stages. */
             create: boolean;
             dry_run: boolean;
+            /** @description Accounts are created no earlier; lines are staged at once. */
+            schedule_window_start: components["schemas"]["DateTime"] | null;
+            /** @description Lines not started by then end `failed` with `schedule_window_expired`. */
+            schedule_window_end: components["schemas"]["DateTime"] | null;
             counters: components["schemas"]["JobCounters"];
             /** @description Lines finished per second over the last minute. */
             accounts_per_second: number;
@@ -3477,6 +3481,8 @@ export interface operations {
                      *         "import_supplier": "DEMO_ENERGY",
                      *         "create": true,
                      *         "dry_run": false,
+                     *         "schedule_window_start": null,
+                     *         "schedule_window_end": null,
                      *         "counters": {
                      *           "received": 5000,
                      *           "pending": 1200,
@@ -3539,6 +3545,10 @@ export interface operations {
                 create?: "true" | "false" | "1" | "0" | "True" | "False" | "TRUE" | "FALSE";
                 /** @description Default false; true creates each account and rolls it back (a line that would succeed ends `staged` with code `dry_run_rolled_back`). */
                 dry_run?: "true" | "false" | "1" | "0" | "True" | "False" | "TRUE" | "FALSE";
+                /** @description As in v2: create the accounts no earlier than this (not in the past, beyond 60 s of clock skew). Needs `create=true`. */
+                schedule_window_start?: components["schemas"]["DateTime"];
+                /** @description As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`. */
+                schedule_window_end?: components["schemas"]["DateTime"];
             };
             header?: {
                 /**
@@ -3582,7 +3592,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobAccepted"];
                 };
             };
-            /** @description Bad query (`invalid_payload`, with `errors` on the parameter), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
+            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
@@ -3634,6 +3644,8 @@ export interface operations {
                      *       "import_supplier": "DEMO_ENERGY",
                      *       "create": true,
                      *       "dry_run": false,
+                     *       "schedule_window_start": null,
+                     *       "schedule_window_end": null,
                      *       "counters": {
                      *         "received": 5000,
                      *         "pending": 1200,
@@ -3760,6 +3772,8 @@ export interface operations {
                      *       "import_supplier": "DEMO_ENERGY",
                      *       "create": true,
                      *       "dry_run": false,
+                     *       "schedule_window_start": null,
+                     *       "schedule_window_end": null,
                      *       "counters": {
                      *         "received": 5000,
                      *         "pending": 1200,
