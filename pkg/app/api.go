@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -117,9 +118,24 @@ func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb 
 		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL},
 		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
 			Logger: log.With("component", "console"),
-			// HOOK (merge): Webhooks and BulkJobs stay nil until those features land on main.
+			// HOOK (merge): Webhooks stays nil until that feature lands on main.
+			BulkJobs: a.consoleBulkJobs,
 		})
 	return err
+}
+
+// consoleBulkJobs is the overview's bulk-job section: jobs under way, then
+// those finished in the last day.
+func (a *API) consoleBulkJobs(ctx context.Context) ([]console.BulkJob, error) {
+	jobs, err := a.DB.ConsoleJobs(ctx, 20)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.BulkJob, len(jobs))
+	for i, j := range jobs {
+		out[i] = console.BulkJob{ID: strconv.FormatInt(j.ID, 10), Supplier: j.Supplier, Status: string(j.State), Done: j.Done, Total: j.Total}
+	}
+	return out, nil
 }
 
 // Drain ends the feed long-polls in flight (they answer with what they

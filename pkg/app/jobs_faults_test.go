@@ -330,4 +330,9 @@ func TestJobTenancy(t *testing.T) {
 	if v := p.job(p.token, id); v.State == "CANCELLED" {
 		t.Error("B's cancel reached A's job")
 	}
+	// The operator console's overview lists it (operators see every organisation's jobs).
+	jobs, err := p.DB.ConsoleJobs(context.Background(), 20)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != id || jobs[0].Total != 5 || jobs[0].Done != 0 || jobs[0].State != "PROCESSING" {
+		t.Errorf("console jobs: %+v %v", jobs, err)
+	}
 }

@@ -1158,3 +1158,35 @@ func (db *DB) CancelJob(ctx context.Context, orgID, jobID int64) (JobView, error
 	}
 	return db.job(ctx, orgID, jobID)
 }
+
+// JobProgress is one job as the operator console's overview shows it.
+type JobProgress struct {
+	ID          int64
+	Supplier    string
+	State       dataimport.JobState
+	Done, Total int64
+}
+
+// ConsoleJobs lists every job receiving or processing, then those finished
+// in the last 24 hours, newest first, at most limit (one indexed read each).
+func (db *DB) ConsoleJobs(ctx context.Context, limit int) ([]JobProgress, error) {
+	rows, err := db.readSQL.QueryContext(ctx, `
+		SELECT j.id, s.code, j.state, j.n_received - j.n_pending - j.n_in_progress
+		       - CASE WHEN j.create_accounts AND NOT j.dry_run THEN j.n_staged ELSE 0 END, j.n_received
+		  FROM import_jobs j JOIN import_suppliers s ON s.id = j.supplier_id
+		 WHERE j.state IN ('RECEIVING', 'PROCESSING') OR j.finished_at > now() - interval '24 hours'
+		 ORDER BY j.state IN ('RECEIVING', 'PROCESSING') DESC, j.id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("console jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []JobProgress
+	for rows.Next() {
+		var p JobProgress
+		if err := rows.Scan(&p.ID, &p.Supplier, &p.State, &p.Done, &p.Total); err != nil {
+			return nil, fmt.Errorf("console jobs: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
