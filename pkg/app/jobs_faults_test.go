@@ -336,3 +336,31 @@ func TestJobTenancy(t *testing.T) {
 		t.Errorf("console jobs: %+v %v", jobs, err)
 	}
 }
+
+// TestJobSurvivesPostgresRestart: Postgres stops mid-job (job status is a
+// 503 meanwhile, never a 500) and starts again; the job resumes from
+// where Postgres had it and completes with exact counters.
+func TestJobSurvivesPostgresRestart(t *testing.T) {
+	pg := testutil.NewPGServer(t)
+	p := newPipelineOn(t, pg)
+	must(t, p.DB.SetConcurrencyLimit(context.Background(), 10))
+	const n = 400
+	id := acceptedJob(t, p.postJob(p.token, jobQuery, strings.NewReader(p.jobBody(0, n)), false))
+	p.StartWorker(func(c *testutilConfig) { c.JobLease = 2 * time.Second })
+	if v := p.waitCounter(p.token, id, "created", 40, time.Minute); v.Counters["created"] >= n-50 {
+		t.Fatalf("%d of %d created before the stop; the test proves little", v.Counters["created"], n)
+	}
+	pg.Stop()
+	assertUnavailable(t, p.As(p.token, http.MethodGet, jobsURL+strconv.FormatInt(id, 10)+"/", nil))
+	time.Sleep(2 * time.Second)
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v := p.waitJob(p.token, id, 2*time.Minute)
+	if v.State != "COMPLETED" {
+		t.Fatalf("job %s: %v", v.State, v.Counters)
+	}
+	checkCounters(t, v, map[string]int64{"received": n, "created": n})
+	p.assertJobAccountsOnce(n)
+	testutil.Tally(testutil.FaultsSurvived, 1)
+}
