@@ -1026,11 +1026,16 @@ type JobToWake struct {
 // died). A lapsed lease is cleared and the epoch bumped, so the new task
 // has a new ID even though asynq may still hold the dead worker's.
 func (db *DB) JobsToWake(ctx context.Context) ([]JobToWake, error) {
+	// Only lapsed leases are written; jobs nobody holds are only read.
 	rows, err := db.sql.QueryContext(ctx, `
-		UPDATE import_jobs SET lease_epoch = lease_epoch + CASE WHEN lease_until IS NULL THEN 0 ELSE 1 END,
-		       lease_owner = NULL, lease_until = NULL
-		 WHERE state = 'PROCESSING' AND (lease_until IS NULL OR lease_until < now())
-		RETURNING id, lease_epoch`)
+		WITH lapsed AS (
+			UPDATE import_jobs SET lease_epoch = lease_epoch + 1, lease_owner = NULL, lease_until = NULL
+			 WHERE state = 'PROCESSING' AND lease_until < now()
+			RETURNING id, lease_epoch
+		)
+		SELECT id, lease_epoch FROM lapsed
+		UNION ALL
+		SELECT id, lease_epoch FROM import_jobs WHERE state = 'PROCESSING' AND lease_until IS NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("jobs to wake: %w", err)
 	}
