@@ -2,6 +2,7 @@
 # `make bench-scale`: BENCH_ACCOUNTS (default 1,500,000) accounts through one
 # bulk import job on a fresh database, then pgbench's per-account ceiling for
 # the same writes; report in results/scale.md (+ scale.png, scale.json).
+# BENCH_WORKER_PPROF=host:port serves the worker's pprof during the run.
 set -euo pipefail
 # shellcheck source=deploy/local/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ command -v pgbench >/dev/null || { echo "installing pgbench (postgresql-contrib)
 
 use_database dataimport_bench_scale fresh
 trap 'stop_all' INT TERM EXIT
-start worker; worker_pid=${pids[-1]}
+PPROF_ADDR=${BENCH_WORKER_PPROF:-} start worker; worker_pid=${pids[-1]}
 start api; api_pid=${pids[-1]}
 wait_ready "http://$HTTP_ADDR/readyz"
 
