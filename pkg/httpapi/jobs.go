@@ -241,7 +241,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 	if strings.EqualFold(strings.TrimSpace(c.Request.Header.Get("Content-Encoding")), "gzip") {
 		gz, err := gzip.NewReader(raw)
 		if err != nil {
-			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip."), keyed)
+			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip."))
 			return
 		}
 		defer gz.Close()
@@ -282,9 +282,9 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			s.uploadFailed(c, job.ID, tooLarge(max), keyed)
+			s.uploadFailed(c, job.ID, tooLarge(max))
 		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
-			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."), keyed)
+			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."))
 		case ctx.Err() != nil:
 			// The partner hung up: nothing was kept. A retry with the same
 			// key takes the job over; without one the job is failed.
@@ -305,7 +305,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 }
 
 // uploadFailed fails the job (nothing of it was kept) and answers e.
-func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error, _ bool) {
+func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error) {
 	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, e); err != nil {
 		abortWithError(c, err)
 		return
