@@ -402,3 +402,47 @@ func splitTypes(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
+
+// WebhookHealthRow is an endpoint's health for the operator console.
+type WebhookHealthRow struct {
+	ID             int64
+	Organisation   string
+	URL            string
+	Enabled        bool
+	DisabledReason *string
+	// LastDelivery is when its newest delivered event arrived.
+	LastDelivery *time.Time
+	// Retrying counts deliveries still pending after at least one failed
+	// attempt; Failed those that gave up after the whole retry schedule.
+	Retrying, Failed int64
+}
+
+// WebhookHealth reads every endpoint's health. The counts come from the
+// deliveries not (yet) delivered, which stay few while receivers answer; the
+// newest delivery is read backwards along (endpoint_id, event_id).
+func (db *DB) WebhookHealth(ctx context.Context) ([]WebhookHealthRow, error) {
+	rows, err := db.sql.QueryContext(ctx, `
+		SELECT w.id, o.name, w.url, w.enabled, w.disabled_reason,
+		       (SELECT d.delivered_at FROM webhook_deliveries d
+		         WHERE d.endpoint_id = w.id AND d.state = 'delivered' ORDER BY d.event_id DESC LIMIT 1),
+		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.attempts > 0),
+		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'failed')
+		  FROM webhook_endpoints w JOIN organisations o ON o.id = w.organisation_id
+		 ORDER BY o.name, w.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook health: %w", err)
+	}
+	defer rows.Close()
+	var out []WebhookHealthRow
+	for rows.Next() {
+		var h WebhookHealthRow
+		if err := rows.Scan(&h.ID, &h.Organisation, &h.URL, &h.Enabled, &h.DisabledReason, &h.LastDelivery, &h.Retrying, &h.Failed); err != nil {
+			return nil, fmt.Errorf("read webhook health: %w", err)
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read webhook health: %w", err)
+	}
+	return out, nil
+}
