@@ -155,6 +155,26 @@ func (db *DB) SetWebhookEnabled(ctx context.Context, id int64, enabled bool, rea
 	})
 }
 
+// disableGoneWebhook disables an endpoint whose receiver answered 410 Gone,
+// with an audit row under the context's actor (the worker's: system). An
+// endpoint disabled already (by an operator or an earlier 410) is left as
+// it is, without a row.
+func (db *DB) disableGoneWebhook(ctx context.Context, id int64) error {
+	return db.auditedWebhook(ctx, id, AuditWebhookDisable, func(tx *sql.Tx) (before, after any, err error) {
+		var reason string
+		err = tx.QueryRowContext(ctx, `UPDATE webhook_endpoints SET enabled = false, updated_at = now(),
+			disabled_reason = 'the receiver answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+			WHERE id = $1 AND enabled RETURNING disabled_reason`, id).Scan(&reason)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil, errNoChange
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"enabled": true, "disabled_reason": nil}, map[string]any{"enabled": false, "disabled_reason": reason}, nil
+	})
+}
+
 // RotateWebhookSecret replaces an endpoint's signing secret; attempts from
 // now on are signed with the new one.
 func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) error {
@@ -172,7 +192,8 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) 
 }
 
 // auditedWebhook runs fn on endpoint id in a transaction with the audit row
-// fn describes; sql.ErrNoRows from fn means the endpoint does not exist.
+// fn describes; sql.ErrNoRows from fn means the endpoint does not exist,
+// errNoChange that nothing changed (no row, no error).
 func (db *DB) auditedWebhook(ctx context.Context, id int64, action string, fn func(tx *sql.Tx) (before, after any, err error)) error {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
@@ -180,6 +201,9 @@ func (db *DB) auditedWebhook(ctx context.Context, id int64, action string, fn fu
 	}
 	defer func() { _ = tx.Rollback() }()
 	before, after, err := fn(tx)
+	if errors.Is(err, errNoChange) {
+		return nil
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return dataimport.Errorf(dataimport.CodeNotFound, "webhook endpoint %d does not exist", id)
 	}
