@@ -109,6 +109,21 @@ func TestAccountWithPaymentSchedules(t *testing.T) {
 		t.Fatalf("create again: %d %s", r.Status, r.Body)
 	}
 
+	// The demo account of make run (deploy/local/demo_account_payments.json)
+	// stages and creates with all of it.
+	demo, err := testutil.ReadRepoFile("deploy/local/demo_account_payments.json")
+	must(t, err)
+	if r := s.As(s.token, http.MethodPost, stagePath, string(demo)); r.Status != http.StatusCreated {
+		t.Fatalf("stage the demo account: %d %s", r.Status, r.Body)
+	}
+	if r := s.create("EXT-0003", nil); r.Status != http.StatusCreated {
+		t.Fatalf("create the demo account: %d %s", r.Status, r.Body)
+	}
+	if got, want := s.rows("EXT-0003"), map[string]int64{"meters": 2, "meter_registers": 3, "transfer_readings": 3, "customer_psr": 1,
+		"payment_schedules": 2, "instructions": 1}; !mapsEqual(got, want) {
+		t.Fatalf("demo account rows %v, want %v", got, want)
+	}
+
 	// A vendor that is not configured is refused when staging.
 	r = s.As(s.token, http.MethodPost, stagePath, s.edited("EXT-PAYPAL", func(m map[string]any) {
 		withPaymentData("x")(m)
