@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/testutil"
@@ -142,4 +143,54 @@ func mapsEqual(a, b map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// The vendor is asked with no database transaction open: while it takes
+// its time, no session of the service's database is inside a transaction
+// older than a fraction of that time. A vendor that refuses our
+// credentials fails the import with payment_vendor_unavailable; one that
+// fails transiently is retried with the job, and the account is created
+// once.
+func TestAccountInstructionVendorOutcomes(t *testing.T) {
+	t.Parallel()
+	s := newPayStack(t)
+
+	s.stageWith("EXT-SLOW", withPaymentData("mandate_slow"))
+	s.proxy.FailNext(1, testutil.Fault{Delay: 1500 * time.Millisecond}) // then forwarded
+	done := make(chan testutil.Response, 1)
+	go func() { done <- s.create("EXT-SLOW", nil) }()
+	longest := 0.0
+	for deadline := time.Now().Add(1400 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var age float64
+		must(t, s.DB.Gorm().Raw(`SELECT COALESCE(max(extract(epoch FROM now() - xact_start)), 0) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`).Scan(&age).Error)
+		longest = max(longest, age)
+	}
+	if longest > 0.5 {
+		t.Errorf("a transaction was open for %.2fs while the vendor was being asked", longest)
+	}
+	if r := <-done; r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+
+	// Credentials refused: persistent, the attempt fails with the endpoint's code.
+	s.stageWith("EXT-KEY", withPaymentData("mandate_key"))
+	s.proxy.FailNext(1, testutil.StripeUnauthorized)
+	if r := s.create("EXT-KEY", nil); r.Status != http.StatusBadRequest || r.JSON()["code"] != dataimport.CodePaymentVendorUnavailable {
+		t.Fatalf("credentials refused: %d %s", r.Status, r.Body)
+	}
+	if le, _ := s.status("EXT-KEY")["latest_error"].(map[string]any); le["code"] != dataimport.CodePaymentVendorUnavailable || le["domain"] != "vendor" {
+		t.Fatalf("latest_error %v", le)
+	}
+
+	// Unavailable for all of one job's in-request tries: the job is
+	// retried and the account created once.
+	s.stageWith("EXT-FLAKY", withPaymentData("mandate_flaky"))
+	s.proxy.FailNext(3, testutil.StripeUnavailable)
+	if r := s.create("EXT-FLAKY", nil); r.Status != http.StatusCreated {
+		t.Fatalf("transient: %d %s", r.Status, r.Body)
+	}
+	if got := s.rows("EXT-FLAKY"); got["instructions"] != 1 || got["payment_schedules"] != 2 {
+		t.Fatalf("rows %v", got)
+	}
 }
