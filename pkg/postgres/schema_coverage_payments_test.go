@@ -16,9 +16,9 @@ func init() {
 		"check account_payment_schedules.account_payment_schedules_frequency_check": refusedBy(
 			account("invalid_choice", "payment_schedules.0.frequency", func(m map[string]any) { schedule(m)["frequency"] = "DAILY" })),
 		"check account_payment_schedules.account_payment_schedules_position_check": notFromPartner("the schedule's index in the payload"),
-		"account_payment_schedules.position integer":                              notFromPartner("the schedule's index in the payload, at most 9"),
-		"account_payment_schedules.account_id bigint":                             notFromPartner(aKey),
-		"account_payment_schedules.id bigint":                                     notFromPartner(aKey),
+		"account_payment_schedules.position integer":                               notFromPartner("the schedule's index in the payload, at most 9"),
+		"account_payment_schedules.account_id bigint":                              notFromPartner(aKey),
+		"account_payment_schedules.id bigint":                                      notFromPartner(aKey),
 	} {
 		schemaCoverage[k] = v
 	}
