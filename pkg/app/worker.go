@@ -63,7 +63,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.registerGauges(ctx, slots)
 
 	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+		Vendors: paymentVendors(cfg, log), Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()
