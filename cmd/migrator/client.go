@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ const jsonType = "application/json"
 // Idempotency-Keys and errors are the SDK's) with the counts of its summary.
 type api struct {
 	*sdk.Client
+	log       *slog.Logger
 	throttled atomic.Int64 // 429 answers waited out
 	retried   atomic.Int64 // 5xx answers and network errors retried
 }
@@ -30,7 +32,7 @@ type api struct {
 // bounds each try's wait for headers. Every 429 is waited out (the API's
 // concurrency limit paces a run) until stop closes: a graceful stop.
 func (c *cli) newAPI(conns int, headerTimeout time.Duration, stop <-chan struct{}) (*api, error) {
-	a := &api{}
+	a := &api{log: c.log}
 	sc, err := sdk.New(c.apiURL, c.apiKey, sdk.Options{Concurrency: conns, ResponseHeaderTimeout: headerTimeout,
 		WaitMax: -1, GracefulStop: stop, Logger: c.log, OnRetry: func(status int) {
 			switch status {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,9 +60,31 @@ var lists = map[string]func(ctx context.Context, api *api, supplier string) (*ht
 	},
 }
 
+// listReads bounds the reads of a list whose body is cut short (each read
+// is one request, retried by the SDK like any other).
+const listReads = 3
+
 // countList counts the items of one list endpoint, decoding the streamed
-// array item by item (constant memory for any size).
+// array item by item (constant memory for any size). A body cut short is
+// read again from the start.
 func countList(ctx context.Context, api *api, list, supplier string) (int64, error) {
+	for read := 1; ; read++ {
+		n, err := countOnce(ctx, api, list, supplier)
+		var cut *cutError
+		if !errors.As(err, &cut) || read == listReads || ctx.Err() != nil {
+			return n, err
+		}
+		api.log.InfoContext(ctx, "list cut short, reading it again", "list", list, "err", err)
+	}
+}
+
+// cutError is a list body that ended or broke before its closing bracket.
+type cutError struct{ err error }
+
+func (e *cutError) Error() string { return "list body cut short: " + e.err.Error() }
+func (e *cutError) Unwrap() error { return e.err }
+
+func countOnce(ctx context.Context, api *api, list, supplier string) (int64, error) {
 	resp, err := lists[list](ctx, api, supplier)
 	if err != nil {
 		return 0, fmt.Errorf("%s list: %w", list, err)
@@ -77,7 +100,7 @@ func countList(ctx context.Context, api *api, list, supplier string) (int64, err
 	}
 	dec := json.NewDecoder(resp.Body)
 	if tok, err := dec.Token(); err != nil {
-		return 0, fmt.Errorf("%s list: %w", list, err)
+		return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 	} else if tok != json.Delim('[') {
 		return 0, fmt.Errorf("%s list: want a JSON array, got %v", list, tok)
 	}
@@ -85,12 +108,12 @@ func countList(ctx context.Context, api *api, list, supplier string) (int64, err
 	var n int64
 	for dec.More() {
 		if err := dec.Decode(&item); err != nil {
-			return 0, fmt.Errorf("%s list: cut short after %d items (run again): %w", list, n, err)
+			return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 		}
 		n++
 	}
 	if _, err := dec.Token(); err != nil {
-		return 0, fmt.Errorf("%s list: cut short after %d items (run again): %w", list, n, err)
+		return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 	}
 	return n, nil
 }
