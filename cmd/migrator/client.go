@@ -88,14 +88,12 @@ func latestRows(id, outcome string, e *client.LatestError) []row {
 
 // sleep waits d, or returns early when ctx ends or stop closes.
 func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	case <-stop:
 		return errStopped
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // <dir>/<external_account_number>/, the body's array key and the endpoint.
 type postKind struct {
 	file, key string
-	send      func(ctx context.Context, api *api, body io.Reader) (*http.Response, []byte, error)
+	send      func(ctx context.Context, api *api, body io.Reader) (*http.Response, error)
 	// batch is how many items go in one request. Notes and transactions are
 	// idempotent per item (NOTE_ALREADY_EXISTS, TRANSACTION_ALREADY_EXISTS);
 	// a statement already on the account fails its whole request, so
@@ -34,28 +34,16 @@ type postKind struct {
 
 var postKinds = []postKind{
 	{file: "notes.json", key: "notes", batch: 500, newStatus: "NOTE_CREATION_SUCCESS", oldStatus: "NOTE_ALREADY_EXISTS",
-		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, []byte, error) {
-			r, err := api.CreateNotesWithBodyWithResponse(ctx, nil, jsonType, body)
-			if err != nil {
-				return nil, nil, err
-			}
-			return r.HTTPResponse, r.Body, nil
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateNotesWithBody(ctx, nil, jsonType, body)
 		}},
 	{file: "transactions.json", key: "transactions", batch: 500, newStatus: "TRANSACTION_ADDED_TO_ACCOUNT", oldStatus: "TRANSACTION_ALREADY_EXISTS",
-		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, []byte, error) {
-			r, err := api.CreateTransactionsWithBodyWithResponse(ctx, nil, jsonType, body)
-			if err != nil {
-				return nil, nil, err
-			}
-			return r.HTTPResponse, r.Body, nil
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateTransactionsWithBody(ctx, nil, jsonType, body)
 		}},
 	{file: "statements.json", key: "statements", batch: 1,
-		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, []byte, error) {
-			r, err := api.CreateHistoricalStatementsWithBodyWithResponse(ctx, nil, jsonType, body)
-			if err != nil {
-				return nil, nil, err
-			}
-			return r.HTTPResponse, r.Body, nil
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateHistoricalStatementsWithBody(ctx, nil, jsonType, body)
 		}},
 }
 
@@ -102,6 +90,9 @@ func (p *pusher) sendPostImport(ctx context.Context, a account) (summary string,
 	return strings.Join(parts, ", "), failures, nil
 }
 
+// maxAnswer caps what is read of a post-import answer.
+const maxAnswer = 32 << 20
+
 type postStats struct{ sent, created int }
 
 // postFailure stops one kind of post-import data: the API refused a batch.
@@ -118,7 +109,12 @@ func (p *pusher) sendBatch(ctx context.Context, a account, k postKind, items []j
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", k.key, err)
 	}
-	resp, answer, err := k.send(ctx, p.api, bytes.NewReader(body))
+	resp, err := k.send(ctx, p.api, bytes.NewReader(body))
+	var answer []byte
+	if err == nil {
+		answer, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		r := fromErr(id, err)
 		for i := range r.rows {

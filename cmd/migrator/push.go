@@ -432,15 +432,22 @@ func (p *pusher) alreadyImported(ctx context.Context, a account, e *sdk.APIError
 // failure is set for any other unexpected answer.
 func (p *pusher) status(ctx context.Context, a account) (st *client.AccountStatus, failure *sdk.APIError, err error) {
 	r, err := p.api.AccountTransferStatusWithResponse(ctx, a.supplier, a.external)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, nil, err
-	case r.StatusCode() == http.StatusNotFound:
-		return nil, nil, nil
-	case r.StatusCode() != http.StatusOK || r.JSON200 == nil:
-		return nil, sdk.NewAPIError(r.HTTPResponse, r.Body), nil
 	}
-	return r.JSON200, nil, nil
+	return found(r.HTTPResponse, r.Body, r.JSON200)
+}
+
+// found reads a status answer (v1 or v2): nil on 404, failure for any
+// answer but a 200 with its body.
+func found[T any](resp *http.Response, body []byte, st *T) (*T, *sdk.APIError, error) {
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, nil, nil
+	case resp.StatusCode != http.StatusOK || st == nil:
+		return nil, sdk.NewAPIError(resp, body), nil
+	}
+	return st, nil, nil
 }
 
 // poll follows an account in progress until COMPLETED or UNKNOWN, waiting

@@ -102,15 +102,10 @@ func (p *pusher) runV2(ctx context.Context, a account, id string, log *slog.Logg
 // statusV2 is status through the v2 endpoint.
 func (p *pusher) statusV2(ctx context.Context, a account) (st *client.V2AccountStatus, failure *sdk.APIError, err error) {
 	r, err := p.api.AccountStatusV2WithResponse(ctx, a.supplier, a.external)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, nil, err
-	case r.StatusCode() == http.StatusNotFound:
-		return nil, nil, nil
-	case r.StatusCode() != http.StatusOK || r.JSON200 == nil:
-		return nil, sdk.NewAPIError(r.HTTPResponse, r.Body), nil
 	}
-	return r.JSON200, nil, nil
+	return found(r.HTTPResponse, r.Body, r.JSON200)
 }
 
 // pollV2 follows a scheduled account until its v2 status ends. Before the
