@@ -75,7 +75,7 @@ func (f *follower) read(ctx context.Context, after string, wait time.Duration) (
 		return nil, fmt.Errorf("event feed: %w", sdk.NewAPIError(resp.HTTPResponse, resp.Body))
 	}
 	if resp.JSON200 == nil || resp.JSON200.Next == "" {
-		return nil, fmt.Errorf("event feed: undecodable answer %q", resp.Body)
+		return nil, fmt.Errorf("event feed: undecodable answer %.200q", resp.Body)
 	}
 	return resp.JSON200, nil
 }

@@ -109,7 +109,9 @@ func New(baseURL, apiKey string, opts Options) (*Client, error) {
 	return &Client{ClientWithResponses: api, tokens: ts}, nil
 }
 
-// Token returns a valid access token, obtaining one when needed.
+// Token returns a valid access token, obtaining one when needed. When the
+// API refuses the API key, this and every call return an error wrapping
+// the refusal's *APIError (a 4xx): retrying will not help.
 func (c *Client) Token(ctx context.Context) (string, error) {
 	tok, _, err := c.tokens.current(ctx)
 	return tok, err
