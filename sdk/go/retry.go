@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
 )
 
@@ -70,6 +71,7 @@ func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	failures, waits := 0, 0
+	bo := d.newBackOff() // this request's failure delays
 	for {
 		try := req.Clone(ctx)
 		if req.GetBody != nil {
@@ -94,7 +96,7 @@ func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 			if failures++; failures > d.maxFailures || !retryableError(err) {
 				return nil, fmt.Errorf("sdk: %s %s: giving up after %d tries: %w", req.Method, req.URL.Path, failures, err)
 			}
-			wait = d.backoff(failures)
+			wait = bo.NextBackOff()
 		case resp.StatusCode == http.StatusTooManyRequests ||
 			resp.StatusCode == http.StatusConflict && envelopeCode(resp) == "idempotency_key_in_use":
 			if waits++; d.maxWaits >= 0 && waits > d.maxWaits {
@@ -113,7 +115,7 @@ func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 				return resp, nil
 			}
 			status = resp.StatusCode
-			wait = d.afterOr(resp, d.backoff(failures))
+			wait = d.afterOr(resp, bo.NextBackOff())
 		default:
 			return resp, nil
 		}
@@ -148,14 +150,15 @@ func retryableError(err error) bool {
 	return !errors.As(err, &unknownAuthority) && !errors.As(err, &verification)
 }
 
-// backoff is the wait before the n-th retry of a failure when the API says
-// nothing: waitMin doubling up to waitMax, with ±50% jitter.
-func (d *retryDoer) backoff(n int) time.Duration {
-	w := d.waitMin << min(n-1, 30)
-	if w <= 0 || w > d.waitMax {
-		w = d.waitMax
-	}
-	return w/2 + rand.N(w)
+// newBackOff is the failure delay policy of one request when the API says
+// nothing: waitMin doubling up to waitMax, with ±50% jitter, never giving
+// up by itself (maxFailures bounds the tries).
+func (d *retryDoer) newBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.Multiplier, b.RandomizationFactor = d.waitMin, d.waitMax, 2, 0.5
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
 }
 
 // afterOr is the answer's Retry-After (at most maxAfter), else def.
