@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/payments"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
@@ -50,8 +51,11 @@ type BulkJobHandler struct {
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time
-	Lease time.Duration // how long the job is held without a renewal (JOB_LEASE)
-	Slice time.Duration // how long one task works before handing over to the next; 0: 5 minutes
+	// Vendors verifies the accounts' payment instructions before their
+	// creation transaction, as for the per-account task (nil: none configured).
+	Vendors payments.Lookup
+	Lease   time.Duration // how long the job is held without a renewal (JOB_LEASE)
+	Slice   time.Duration // how long one task works before handing over to the next; 0: 5 minutes
 
 	StageBatch  int // lines staged per statement; 0: 500
 	CreateBatch int // accounts per creation transaction; 0: 100
@@ -323,7 +327,7 @@ func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands [
 		if !ok || lp.Process.Imported() || lp.Process.Status != dataimport.StatusInProgress || lp.Process.Attempt != c.Attempt {
 			continue // ended meanwhile: its outcome is recorded
 		}
-		acc, err := revalidate(ctx, h.Store, lp, now)
+		acc, err := revalidate(ctx, h.Store, h.Vendors, lp, now)
 		if err != nil {
 			e, ok := dataimport.AsError(err)
 			if !ok && !errors.Is(err, errUnknownMarket) {
@@ -341,8 +345,20 @@ func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands [
 			}
 			continue
 		}
+		// The vendor is asked before the creation transaction, never inside
+		// it; a vendor not answering leaves the line in flight, for the next round.
+		instructions, refusal, err := verifyInstructions(ctx, h.Vendors, h.Log, acc)
+		switch {
+		case err != nil:
+			return err
+		case refusal != nil:
+			if err := h.Store.FinishAttempt(ctx, c.ProcessID, c.Attempt, postgres.OutcomeFailed, refusal); err != nil {
+				return err
+			}
+			continue
+		}
 		ins = append(ins, postgres.CreationInput{ProcessID: c.ProcessID, Attempt: c.Attempt, DryRun: job.DryRun,
-			Supplier: lp.Supplier, Account: acc, Now: now})
+			Supplier: lp.Supplier, Account: acc, Now: now, Instructions: instructions})
 	}
 	if job.DryRun {
 		// A dry run does everything and rolls back, one account at a time,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/market"
+	"github.com/gridshift/dataimport/pkg/payments"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
@@ -44,11 +45,15 @@ type Enqueuer interface {
 
 // CreateAccountHandler runs one account-creation attempt.
 type CreateAccountHandler struct {
-	Store      AccountStore
-	Slots      Slots
-	Notify     Publisher
-	Queue      Enqueuer
-	Metrics    *Metrics
+	Store   AccountStore
+	Slots   Slots
+	Notify  Publisher
+	Queue   Enqueuer
+	Metrics *Metrics
+	// Vendors verifies the account's payment instructions before the
+	// creation transaction (nil: none configured, so an account naming a
+	// vendor fails validation).
+	Vendors    payments.Lookup
 	Log        *slog.Logger
 	Now        func() time.Time
 	RenewEvery time.Duration // how often the slot lease is renewed while running
@@ -131,8 +136,21 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		}
 		return postgres.OutcomeFailed, supplier, nil
 	}
+	// The vendor is asked before the creation transaction, never inside it.
+	instructions, refusal, err := h.verifyInstructions(ctx, acc)
+	switch {
+	case err != nil:
+		h.Log.WarnContext(ctx, "payment vendor did not answer; will retry", "process_id", p.ProcessID, "attempt", p.Attempt, "err", err.Error())
+		return "", supplier, err
+	case refusal != nil:
+		outcome := postgres.OutcomeFailed
+		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, outcome, refusal); err != nil {
+			return "", supplier, err
+		}
+		return outcome, supplier, nil
+	}
 	res, err := h.Store.CreateAccount(ctx, postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
-		Supplier: lp.Supplier, Account: acc, Now: now})
+		Supplier: lp.Supplier, Account: acc, Now: now, Instructions: instructions})
 	switch {
 	case errors.Is(err, postgres.ErrDryRun):
 		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeDryRun, nil); err != nil {
@@ -292,7 +310,7 @@ var errUnknownMarket = errors.New("unknown market")
 // revalidate runs the same rules as validate and stage: pure validation
 // with the supplier's phone region and market, then the catalogue check.
 func (h *CreateAccountHandler) revalidate(ctx context.Context, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
-	return revalidate(ctx, h.Store, lp, now)
+	return revalidate(ctx, h.Store, h.Vendors, lp, now)
 }
 
 // Catalogue checks an account against the product catalogue.
@@ -302,12 +320,17 @@ type Catalogue interface {
 
 // revalidate is the creation-time validation of a staged payload, shared by
 // the per-account task and bulk jobs.
-func revalidate(ctx context.Context, cat Catalogue, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
+func revalidate(ctx context.Context, cat Catalogue, lookup payments.Lookup, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
 	m, err := market.For(lp.Supplier.Market)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnknownMarket, err)
 	}
-	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now), Market: m})
+	var vendors []string
+	if lookup != nil {
+		vendors = lookup.Names()
+	}
+	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(now),
+		Market: m, PaymentVendors: vendors})
 	if err != nil {
 		return nil, err
 	}
@@ -315,4 +338,42 @@ func revalidate(ctx context.Context, cat Catalogue, lp postgres.LoadedProcess, n
 		return nil, err
 	}
 	return acc, nil
+}
+
+// verifyInstructions asks the vendor about each of the account's payment
+// instructions, with no transaction open, and returns them with the
+// vendor's details for the creation transaction to store. It is read-only
+// at the vendor, so a retried or killed job, or a dry run, simply asks
+// again. A final refusal (not found, rejected, vendor unusable: the
+// post-import endpoint's codes) is returned as the attempt's error, domain
+// "vendor", with the instruction's attr; a transient failure after
+// payments.Resilient's own retries is err, for the job to be retried.
+func (h *CreateAccountHandler) verifyInstructions(ctx context.Context, acc *dataimport.Account) ([]dataimport.PaymentInstruction, *dataimport.Error, error) {
+	return verifyInstructions(ctx, h.Vendors, h.Log, acc)
+}
+
+// verifyInstructions is the check of CreateAccountHandler.verifyInstructions,
+// shared with bulk jobs.
+func verifyInstructions(ctx context.Context, vendors payments.Lookup, log *slog.Logger, acc *dataimport.Account) ([]dataimport.PaymentInstruction, *dataimport.Error, error) {
+	var out []dataimport.PaymentInstruction
+	for i, p := range acc.PaymentInstructions {
+		pi, err := payments.VerifyInstruction(ctx, vendors, p.Instruction())
+		if err == nil {
+			out = append(out, pi)
+			continue
+		}
+		r := payments.Refusal(err)
+		if r == nil {
+			return nil, nil, err
+		}
+		log.WarnContext(ctx, "payment instruction refused by the vendor; attempt failed", "vendor", p.Vendor, "reference", p.Reference, "err", err.Error())
+		reason := r.Detail
+		if r.Code == dataimport.CodePaymentVendorUnavailable {
+			reason = fmt.Sprintf("the payment vendor cannot be used at the moment (%v); create the account again later", r.Extra["error_detail"])
+		}
+		return nil, &dataimport.Error{Code: r.Code, Domain: dataimport.DomainVendor,
+			Detail: fmt.Sprintf("Payment instruction %s %s %s was not accepted by the vendor: %s", p.Vendor, p.Type, p.Reference, reason),
+			Errors: []dataimport.FieldError{{Attr: fmt.Sprintf("payment_instructions.%d.reference", i), Code: r.Code, Detail: reason}}}, nil
+	}
+	return out, nil, nil
 }

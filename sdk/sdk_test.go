@@ -69,10 +69,12 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 }
 
 // nodeTools installs the pinned npm tools when missing and returns their
-// bin directory.
+// bin directory: the script's last line (run mixes in npm's output on
+// stderr when it installs).
 func nodeTools(t *testing.T) string {
 	t.Helper()
-	return strings.TrimSpace(run(t, repoRoot(t), nil, "deploy/local/node-tools.sh"))
+	lines := strings.Split(strings.TrimSpace(run(t, repoRoot(t), nil, "deploy/local/node-tools.sh")), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // sameFile fails when the committed generated file is not what the

@@ -12,8 +12,9 @@ import (
 // realisticAccount is the load-test account: 2 customers (one with a PSR
 // entry), 1 supply address, 2 meter points with agreements and a meter each
 // (2 registers and 2 transfer readings on electricity, 1 and 1 on gas), 2
-// notes and 5 opening transactions, about 4 KB of JSON, valid for a GB
-// supplier (market GB: the MPAN carries its check digit).
+// notes, 5 opening transactions and 2 payment schedules, about 4 KB of
+// JSON, valid for a GB supplier (market GB: the MPAN carries its check
+// digit). withInstruction adds a payment instruction.
 func realisticAccount(supplier, external string, i int) map[string]any {
 	today := time.Now().UTC()
 	from := today.AddDate(0, 0, -today.Day()+1) // first of this month
@@ -76,6 +77,10 @@ func realisticAccount(supplier, external string, i int) map[string]any {
 			{"body": "Migrated from the legacy billing system.", "created_at": "2024-01-02T09:00:00Z"},
 			{"body": "Customer prefers e-mail contact.", "is_pinned": true, "created_at": "2024-01-03T09:00:00Z", "unpin_at": "2030-01-01T00:00:00Z"},
 		},
+		"payment_schedules": []map[string]any{
+			{"means": "DIRECT_DEBIT", "start_date": day(from), "frequency": "MONTHLY", "amount": "85.50"},
+			{"means": "CARD", "start_date": "2023-01-01", "frequency": "QUARTERLY", "amount": "240.00"},
+		},
 		"current_statement_transactions": []map[string]any{
 			tx("C1", "CHARGE", "45.20", map[string]any{"reason": "IMPORTED_CHARGE", "display_note": "Opening charge", "note": "legacy"}),
 			tx("R1", "CREDIT", "10.00", map[string]any{"reason": "GENERAL_CREDIT", "display_note": "Goodwill", "note": "legacy"}),
@@ -84,6 +89,18 @@ func realisticAccount(supplier, external string, i int) map[string]any {
 			tx("S1", "CHARGE", "12.34", map[string]any{"reason": "IMPORTED_CHARGE", "display_note": "Standing charge", "note": "legacy"}),
 		},
 	}
+}
+
+// withInstruction gives the account a DIRECT_DEBIT payment instruction at
+// vendor (stripe-mock knows any mandate_… reference). Off by default: each
+// one costs the worker a vendor call before the creation transaction, and
+// the bench stack configures no vendor (-payment-vendor STRIPE with
+// STRIPE_API_KEY and STRIPE_API_URL set turns it on).
+func withInstruction(acc map[string]any, vendor string, i int) map[string]any {
+	if vendor != "" {
+		acc["payment_instructions"] = []map[string]any{{"type": "DIRECT_DEBIT", "reference": fmt.Sprintf("mandate_LG%d", i), "vendor": vendor}}
+	}
+	return acc
 }
 
 func mustJSON(v any) []byte {

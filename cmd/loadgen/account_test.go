@@ -24,6 +24,19 @@ func TestRealisticAccountIsValid(t *testing.T) {
 		len(mps[1].Meters[0].TransferReadings) != 1 || len(acc.Customers[0].PSR) != 1 {
 		t.Fatalf("meter data shape: %+v", mps)
 	}
+	if len(acc.PaymentSchedules) != 2 || len(acc.PaymentInstructions) != 0 {
+		t.Fatalf("payment shape: %+v %+v", acc.PaymentSchedules, acc.PaymentInstructions)
+	}
+	// With -payment-vendor, a payment instruction at that vendor.
+	withPI := mustJSON(withInstruction(realisticAccount("BENCH_ENERGY", "LG-0000001", 1), "STRIPE", 1))
+	pi, err := dataimport.DecodeAccount(withPI, dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC()),
+		Market: gb.Market{}, PaymentVendors: []string{"STRIPE"}})
+	if err != nil {
+		t.Fatalf("invalid with an instruction: %v", err)
+	}
+	if len(pi.PaymentInstructions) != 1 || pi.PaymentInstructions[0].Type != dataimport.PaymentDirectDebit || len(withPI) > 5000 {
+		t.Fatalf("instruction shape: %+v (%d bytes)", pi.PaymentInstructions, len(withPI))
+	}
 	if len(acc.Customers) != 2 || acc.MeterPointCount() != 2 || len(acc.Notes) != 2 || len(acc.CurrentStatementTransactions) != 5 {
 		t.Fatalf("shape: %d customers, %d meter points, %d notes, %d transactions",
 			len(acc.Customers), acc.MeterPointCount(), len(acc.Notes), len(acc.CurrentStatementTransactions))

@@ -75,6 +75,7 @@ func newRoot() *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", 32, "concurrent partner clients")
 	f.IntVar(&cfg.StatusRate, "status-rate", 200, "status reads per second during creation")
 	f.BoolVar(&cfg.PostImport, "post-import", true, "add notes and transactions after creation")
+	f.StringVar(&cfg.PaymentVendor, "payment-vendor", "", "give each account a payment instruction at this configured vendor (e.g. STRIPE); empty: none")
 	f.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "the service's database (for pgbench and list set-up)")
 	f.StringVar(&listSupplier, "list-supplier", "BENCH_LIST", "supplier for the large-list memory check")
 	f.IntVar(&listRows, "list-rows", 200000, "accounts in the large-list memory check (0 skips it)")

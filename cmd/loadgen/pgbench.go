@@ -81,6 +81,8 @@ INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_valu
 SELECT r.meter_id, r.register_id, '2023-01-01', 12345, 'CUSTOMER' FROM meter_registers r JOIN meters m ON m.id = r.meter_id WHERE m.account_id = :account_id;
 INSERT INTO customer_psr (customer_id, code, effective_from)
 SELECT id, '09', '2023-01-01' FROM account_customers WHERE account_id = :account_id AND position = 0;
+INSERT INTO account_payment_schedules (account_id, position, means, start_date, frequency, amount)
+VALUES (:account_id, 0, 'DIRECT_DEBIT', current_date, 'MONTHLY', 85.50), (:account_id, 1, 'CARD', '2023-01-01', 'QUARTERLY', 240.00);
 INSERT INTO statements (account_id, period_from, period_to) VALUES (:account_id, current_date, current_date + 30) RETURNING id AS statement_id \gset
 INSERT INTO account_notes (account_id, body, document_paths, is_pinned, created_at)
 VALUES (:account_id, 'Migrated from the legacy billing system.', '[]', false, now()),

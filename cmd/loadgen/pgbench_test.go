@@ -76,4 +76,11 @@ func TestPgbenchScriptsWriteWhatTheServiceWrites(t *testing.T) {
 	if accounts != 10 {
 		t.Fatalf("%d accounts tied to their process, want 10", accounts)
 	}
+	var schedules int64
+	if err := d.DB.Gorm().Raw(`SELECT count(*) FROM account_payment_schedules`).Scan(&schedules).Error; err != nil {
+		t.Fatal(err)
+	}
+	if schedules != 20 {
+		t.Fatalf("%d payment schedules, want the realistic account's 2 per account", schedules)
+	}
 }

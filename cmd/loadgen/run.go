@@ -18,6 +18,7 @@ type runConfig struct {
 	StatusRate                  int // status reads per second during the create phase
 	PostImport                  bool
 	Prefix                      string
+	PaymentVendor               string // accounts bring a payment instruction at this vendor; "" none
 }
 
 // result is everything one run measured.
@@ -48,7 +49,7 @@ func run(ctx context.Context, cfg runConfig) (*result, error) {
 	bodies := make([][]byte, cfg.Accounts)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s%07d", cfg.Prefix, i)
-		bodies[i] = mustJSON(realisticAccount(cfg.Supplier, ids[i], i))
+		bodies[i] = mustJSON(withInstruction(realisticAccount(cfg.Supplier, ids[i], i), cfg.PaymentVendor, i))
 	}
 	res := &result{Accounts: cfg.Accounts}
 

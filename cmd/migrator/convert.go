@@ -74,7 +74,9 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	out := bufio.NewWriterSize(c.stdout, 256<<10)
 	errOut := bufio.NewWriter(c.stderr)
 	defer errOut.Flush()
-	rules := dataimport.AccountRules{PhoneRegion: o.phoneRegion, Today: dataimport.DateOf(time.Now().UTC())}
+	// The payment vendors are the service's configuration, unknown here:
+	// the API checks them when the converted accounts are staged.
+	rules := dataimport.AccountRules{PhoneRegion: o.phoneRegion, Today: dataimport.DateOf(time.Now().UTC()), SkipPaymentVendors: true}
 	line, invalid := 0, 0
 	st, err := m.Convert(ctx, inputs, func(a csvconvert.Account) error {
 		line++

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
+
+	sdk "github.com/gridshift/dataimport/sdk/go"
+	"github.com/gridshift/dataimport/sdk/go/client"
 )
 
 // With --follow events, accounts still in progress are followed through the
@@ -23,21 +23,11 @@ const (
 )
 
 // terminalTypes are the feed events that end an attempt.
-var terminalTypes = []string{"import_process.complete-v1", "import_process.error-v1", "import_process.cancelled-v1",
-	"import_process.dry_run_complete-v1", "import_process.dry_run_error-v1"}
+var terminalTypes = []client.FeedEventType{client.ImportProcessCompleteV1, client.ImportProcessErrorV1, client.ImportProcessCancelledV1,
+	client.ImportProcessDryRunCompleteV1, client.ImportProcessDryRunErrorV1}
 
 // feedEvent is an item of the feed (CONTRACT §9).
-type feedEvent struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-	Data struct {
-		ImportSupplier        string    `json:"import_supplier"`
-		ExternalAccountNumber string    `json:"external_account_number"`
-		PlatformAccountNumber *string   `json:"platform_account_number"`
-		Status                string    `json:"status"`
-		Error                 *apiError `json:"error"`
-	} `json:"data"`
-}
+type feedEvent = client.FeedEvent
 
 type accountKey struct{ supplier, external string }
 
@@ -47,7 +37,7 @@ type accountKey struct{ supplier, external string }
 // read before they wait for it; events of accounts nobody waits for are
 // dropped, so memory stays bounded by the accounts in flight.
 type follower struct {
-	api  *client
+	api  *api
 	log  *slog.Logger
 	wait time.Duration // long-poll of one feed request
 
@@ -59,7 +49,7 @@ type follower struct {
 
 // startFollower takes the feed's current end as its start, then follows it
 // until ctx ends.
-func startFollower(ctx context.Context, api *client, log *slog.Logger, requestTimeout time.Duration) (*follower, error) {
+func startFollower(ctx context.Context, api *api, log *slog.Logger, requestTimeout time.Duration) (*follower, error) {
 	f := &follower{api: api, log: log, wait: min(20*time.Second, requestTimeout/2),
 		waiters: map[accountKey][]chan feedEvent{}, failed: make(chan struct{})}
 	page, err := f.read(ctx, "latest", 0)
@@ -70,29 +60,24 @@ func startFollower(ctx context.Context, api *client, log *slog.Logger, requestTi
 	return f, nil
 }
 
-type feedPage struct {
-	Events []feedEvent `json:"events"`
-	Next   string      `json:"next"`
-}
-
-func (f *follower) read(ctx context.Context, after string, wait time.Duration) (feedPage, error) {
-	q := url.Values{"after": {after}, "limit": {"1000"}, "type": terminalTypes}
+func (f *follower) read(ctx context.Context, after string, wait time.Duration) (*client.FeedPage, error) {
+	limit := 1000
+	params := &client.EventFeedParams{After: &after, Limit: &limit, Type: &terminalTypes}
 	if wait > 0 {
-		q.Set("wait", wait.String())
+		w := wait.String()
+		params.Wait = &w
 	}
-	var page feedPage
-	resp, err := f.api.do(ctx, request{method: http.MethodGet, path: apiPrefix + "/events/?" + q.Encode()})
+	resp, err := f.api.EventFeedWithResponse(ctx, params)
 	if err != nil {
-		return page, err
+		return nil, fmt.Errorf("event feed: %w", err)
 	}
-	if resp.Status != http.StatusOK {
-		e := resp.apiErr()
-		return page, fmt.Errorf("event feed: HTTP %d %s: %s", resp.Status, e.Code, e.Detail)
+	if resp.StatusCode() != http.StatusOK {
+		return nil, fmt.Errorf("event feed: %w", sdk.NewAPIError(resp.HTTPResponse, resp.Body))
 	}
-	if err := json.Unmarshal(resp.Body, &page); err != nil || page.Next == "" {
-		return page, fmt.Errorf("event feed: undecodable answer: %w", errors.Join(err, errors.New(truncate(string(resp.Body), 200))))
+	if resp.JSON200 == nil || resp.JSON200.Next == "" {
+		return nil, fmt.Errorf("event feed: undecodable answer %.200q", resp.Body)
 	}
-	return page, nil
+	return resp.JSON200, nil
 }
 
 func (f *follower) run(ctx context.Context, cursor string) {
@@ -187,33 +172,33 @@ func (p *pusher) follow(ctx context.Context, a account, events <-chan feedEvent,
 // latest_error); while it is still in progress, keep waiting.
 func (p *pusher) fromEvent(ctx context.Context, a account, ev feedEvent) (result, bool) {
 	id := a.id()
-	if ev.Type == "import_process.complete-v1" {
+	if ev.Type == client.ImportProcessCompleteV1 {
 		number := ""
 		if ev.Data.PlatformAccountNumber != nil {
 			number = *ev.Data.PlatformAccountNumber
 		}
 		return p.completed(ctx, a, outcomeCompleted, number, ""), true
 	}
-	st, found, resp, err := p.status(ctx, a)
+	st, failure, err := p.status(ctx, a)
 	switch {
 	case err != nil:
 		return fromErr(id, err), true
-	case resp != nil:
-		return fromResponse(id, outcomeFailed, resp), true
-	case !found:
+	case failure != nil:
+		return fromAPIError(id, outcomeFailed, failure), true
+	case st == nil:
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "not_found",
 			Detail: "The status endpoint no longer knows this account."}}}, true
-	case st.Status == "IN_PROGRESS":
-		p.log.DebugContext(ctx, "event of an earlier attempt; still following", "account", id, "event", ev.ID)
+	case st.Status == client.ImportStatusINPROGRESS:
+		p.log.DebugContext(ctx, "event of an earlier attempt; still following", "account", id, "event", ev.Id)
 		return result{}, false
-	case st.Status == "COMPLETED": // created after all (a later attempt); its event follows
+	case st.Status == client.ImportStatusCOMPLETED: // created after all (a later attempt); its event follows
 		return p.completed(ctx, a, outcomeCompleted, st.PlatformAccountNumber, ""), true
 	}
 	switch ev.Type {
-	case "import_process.dry_run_complete-v1":
+	case client.ImportProcessDryRunCompleteV1:
 		return result{outcome: outcomeDryRunOK, rows: []row{{External: id, Outcome: outcomeDryRunOK, Code: "dry_run_rolled_back",
 			Detail: "Account would import successfully. Rolled back due to dry run."}}}, true
-	case "import_process.cancelled-v1":
+	case client.ImportProcessCancelledV1:
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "import_process_cancelled",
 			Detail: "The creation was cancelled before it started; rerun to create it."}}}, true
 	}
@@ -225,5 +210,5 @@ func (p *pusher) fromEvent(ctx context.Context, a account, ev feedEvent) (result
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "import_failed",
 			Detail: "Creation ended without an account and without an error; rerun to retry."}}}, true
 	}
-	return result{outcome: outcomeFailed, rows: errorRows(id, outcomeFailed, *e)}, true
+	return result{outcome: outcomeFailed, rows: latestRows(id, outcomeFailed, e)}, true
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +14,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	sdk "github.com/gridshift/dataimport/sdk/go"
 )
 
 // postKind is one kind of post-import data (interface 4.2): the file in
-// <dir>/<external_account_number>/, the endpoint and the body's array key.
+// <dir>/<external_account_number>/, the body's array key and the endpoint.
 type postKind struct {
-	file, path, key string
+	file, key string
+	send      func(ctx context.Context, api *api, body io.Reader) (*http.Response, error)
 	// batch is how many items go in one request. Notes and transactions are
 	// idempotent per item (NOTE_ALREADY_EXISTS, TRANSACTION_ALREADY_EXISTS);
 	// a statement already on the account fails its whole request, so
@@ -29,11 +33,18 @@ type postKind struct {
 }
 
 var postKinds = []postKind{
-	{file: "notes.json", path: apiPrefix + "/notes/create/", key: "notes", batch: 500,
-		newStatus: "NOTE_CREATION_SUCCESS", oldStatus: "NOTE_ALREADY_EXISTS"},
-	{file: "transactions.json", path: apiPrefix + "/transactions/create/", key: "transactions", batch: 500,
-		newStatus: "TRANSACTION_ADDED_TO_ACCOUNT", oldStatus: "TRANSACTION_ALREADY_EXISTS"},
-	{file: "statements.json", path: apiPrefix + "/historical-statements/create/", key: "statements", batch: 1},
+	{file: "notes.json", key: "notes", batch: 500, newStatus: "NOTE_CREATION_SUCCESS", oldStatus: "NOTE_ALREADY_EXISTS",
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateNotesWithBody(ctx, nil, jsonType, body)
+		}},
+	{file: "transactions.json", key: "transactions", batch: 500, newStatus: "TRANSACTION_ADDED_TO_ACCOUNT", oldStatus: "TRANSACTION_ALREADY_EXISTS",
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateTransactionsWithBody(ctx, nil, jsonType, body)
+		}},
+	{file: "statements.json", key: "statements", batch: 1,
+		send: func(ctx context.Context, api *api, body io.Reader) (*http.Response, error) {
+			return api.CreateHistoricalStatementsWithBody(ctx, nil, jsonType, body)
+		}},
 }
 
 // sendPostImport sends whichever post-import files exist for the account.
@@ -79,6 +90,9 @@ func (p *pusher) sendPostImport(ctx context.Context, a account) (summary string,
 	return strings.Join(parts, ", "), failures, nil
 }
 
+// maxAnswer caps what is read of a post-import answer.
+const maxAnswer = 32 << 20
+
 type postStats struct{ sent, created int }
 
 // postFailure stops one kind of post-import data: the API refused a batch.
@@ -95,7 +109,12 @@ func (p *pusher) sendBatch(ctx context.Context, a account, k postKind, items []j
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", k.key, err)
 	}
-	resp, err := p.api.do(ctx, request{method: http.MethodPost, path: k.path, body: body})
+	resp, err := k.send(ctx, p.api, bytes.NewReader(body))
+	var answer []byte
+	if err == nil {
+		answer, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		r := fromErr(id, err)
 		for i := range r.rows {
@@ -103,26 +122,34 @@ func (p *pusher) sendBatch(ctx context.Context, a account, k postKind, items []j
 		}
 		return &postFailure{rows: r.rows, fatal: r.fatal}
 	}
-	e := resp.apiErr()
+	e := failed(resp, answer)
 	switch {
-	case resp.Status == http.StatusOK || resp.Status == http.StatusCreated:
+	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated:
 		st.sent += len(items)
-		st.created += countCreated(resp.Body, k, len(items))
+		st.created += countCreated(answer, k, len(items))
 		return nil
-	case resp.Status == http.StatusBadRequest && e.Code == "historical_statement_already_exists":
+	case e == nil:
+		e = sdk.NewAPIError(resp, answer) // an unexpected success
+	case e.Code == "historical_statement_already_exists":
 		st.sent += len(items) // sent by an earlier run
 		return nil
 	}
-	rows := errorRows(id, outcomePostImportFailed, e)
+	var refused struct { // the transactions endpoint names the transaction refused
+		TransactionData struct {
+			TransactionID string `json:"transaction_id"`
+		} `json:"transaction_data"`
+	}
+	_ = e.Decode(&refused)
+	rows := errorRows(id, outcomePostImportFailed, e.Code, e.Detail, e.Errors)
 	for i := range rows {
 		rows[i].Attr = shiftAttr(rows[i].Attr, k.key, offset)
-		if e.TransactionData.TransactionID != "" {
-			rows[i].Detail += " (transaction_id " + e.TransactionData.TransactionID + ")"
+		if refused.TransactionData.TransactionID != "" {
+			rows[i].Detail += " (transaction_id " + refused.TransactionData.TransactionID + ")"
 		}
 	}
 	pf := &postFailure{rows: rows}
-	if resp.Status == http.StatusUnauthorized {
-		pf.fatal = fmt.Errorf("HTTP 401 %s: %s: %w", e.Code, e.Detail, errAuth)
+	if e.StatusCode == http.StatusUnauthorized {
+		pf.fatal = e
 	}
 	return pf
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +17,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+
+	sdk "github.com/gridshift/dataimport/sdk/go"
+	"github.com/gridshift/dataimport/sdk/go/client"
 )
 
 var (
@@ -140,10 +142,11 @@ type result struct {
 }
 
 type pusher struct {
-	api    *client
+	api    *api
 	o      pushOptions
 	log    *slog.Logger
-	events *follower // nil unless --follow events
+	events *follower       // nil unless --follow events
+	stop   <-chan struct{} // closed on a graceful stop
 }
 
 func (c *cli) push(soft context.Context, o pushOptions) (err error) {
@@ -159,10 +162,12 @@ func (c *cli) push(soft context.Context, o pushOptions) (err error) {
 	}
 	defer in.Close()
 
-	api := newClient(c.apiURL, c.apiKey, c.log, o.parallel, o.requestTimeout)
-	api.stopping = feed.Done()
+	api, err := c.newAPI(o.parallel, o.requestTimeout, feed.Done())
+	if err != nil {
+		return err
+	}
 	// A refused key fails here, before anything is read or written.
-	if _, _, err := api.currentToken(hard); err != nil {
+	if _, err := api.Token(hard); err != nil {
 		return err
 	}
 
@@ -187,7 +192,7 @@ func (c *cli) push(soft context.Context, o pushOptions) (err error) {
 	}()
 
 	bar := c.newBar(o.file)
-	p := &pusher{api: api, o: o, log: c.log, events: events}
+	p := &pusher{api: api, o: o, log: c.log, events: events, stop: feed.Done()}
 	jobs := make(chan account)
 	results := make(chan result, o.parallel)
 	var eof bool
@@ -325,13 +330,6 @@ func parseAccount(n int, raw []byte, tooLong bool) account {
 
 // ---- one account ----
 
-// statusBody is the status endpoint's answer (interface 4.3, CONTRACT §6).
-type statusBody struct {
-	Status                string    `json:"status"`
-	PlatformAccountNumber string    `json:"platform_account_number"`
-	LatestError           *apiError `json:"latest_error"`
-}
-
 func (p *pusher) handle(ctx context.Context, a account) result {
 	id := a.id()
 	if a.bad != "" {
@@ -363,100 +361,103 @@ func (p *pusher) run(ctx context.Context, a account, id string, log *slog.Logger
 	}
 	if identified {
 		// Resume: skip what is done, follow what is running.
-		st, found, resp, err := p.status(ctx, a)
+		st, failure, err := p.status(ctx, a)
 		switch {
 		case err != nil:
 			return fromErr(id, err)
-		case resp != nil:
-			return fromResponse(id, outcomeFailed, resp)
-		case found && st.Status == "COMPLETED":
+		case failure != nil:
+			return fromAPIError(id, outcomeFailed, failure)
+		case st != nil && st.Status == client.ImportStatusCOMPLETED:
 			return p.completed(ctx, a, outcomeSkippedCompleted, st.PlatformAccountNumber, "")
-		case found && st.Status == "IN_PROGRESS":
+		case st != nil && st.Status == client.ImportStatusINPROGRESS:
 			log.InfoContext(ctx, "already in progress, following it")
 			return p.follow(ctx, a, events, 500*time.Millisecond)
 		}
 	}
 
-	resp, err := p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/validate-account/", body: a.raw})
+	validated, err := p.api.ValidateAccountWithBodyWithResponse(ctx, nil, jsonType, bytes.NewReader(a.raw))
 	if err != nil {
 		return fromErr(id, err)
 	}
-	if resp.Status != http.StatusOK {
-		return fromResponse(id, outcomeFailed, resp)
+	if validated.StatusCode() != http.StatusOK {
+		return fromAPIError(id, outcomeFailed, sdk.NewAPIError(validated.HTTPResponse, validated.Body))
 	}
 	if !identified {
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "required",
 			Attr: "external_account_number", Detail: "import_supplier and external_account_number are needed to stage the account."}}}
 	}
 
-	resp, err = p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/account-import-process/create-or-update/", body: a.raw})
+	staged, err := p.api.StageAccountWithBodyWithResponse(ctx, nil, jsonType, bytes.NewReader(a.raw))
 	if err != nil {
 		return fromErr(id, err)
 	}
-	switch e := resp.apiErr(); {
-	case resp.Status == http.StatusOK || resp.Status == http.StatusCreated:
-	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
-		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
-	case resp.Status == http.StatusBadRequest && e.Code == "account_import_in_progress":
+	switch e := failed(staged.HTTPResponse, staged.Body); {
+	case staged.StatusCode() == http.StatusOK || staged.StatusCode() == http.StatusCreated:
+	case e == nil:
+		return fromAPIError(id, outcomeFailed, sdk.NewAPIError(staged.HTTPResponse, staged.Body))
+	case e.Code == "account_already_imported":
+		return p.alreadyImported(ctx, a, e)
+	case e.Code == "account_import_in_progress":
 		return p.follow(ctx, a, events, 500*time.Millisecond)
 	default:
-		return fromResponse(id, outcomeFailed, resp)
+		return fromAPIError(id, outcomeFailed, e)
 	}
 
-	body, err := json.Marshal(map[string]any{"external_account_number": a.external, "import_supplier_code": a.supplier,
-		"operations_team_name": p.o.team, "dry_run": p.o.dryRun})
-	if err != nil {
-		return fromErr(id, fmt.Errorf("encode create request: %w", err))
-	}
-	resp, err = p.api.do(ctx, request{method: http.MethodPost, path: apiPrefix + "/account-import-process/process/", body: body})
+	created, err := p.api.CreateAccountWithResponse(ctx, nil, client.CreateAccountRequest{ExternalAccountNumber: a.external,
+		ImportSupplierCode: a.supplier, OperationsTeamName: p.o.team, DryRun: &p.o.dryRun})
 	if err != nil {
 		return fromErr(id, err)
 	}
-	switch e := resp.apiErr(); {
-	case resp.Status == http.StatusCreated:
-		var out struct {
-			PlatformAccountNumber string `json:"platform_account_number"`
+	e := failed(created.HTTPResponse, created.Body)
+	switch {
+	case created.JSON201 != nil:
+		return p.completed(ctx, a, outcomeCompleted, created.JSON201.PlatformAccountNumber, "")
+	case created.StatusCode() == http.StatusAccepted:
+		wait := time.Second
+		if h := created.Headers202; h != nil && h.RetryAfter > 0 {
+			wait = time.Duration(h.RetryAfter) * time.Second
 		}
-		if err := json.Unmarshal(resp.Body, &out); err != nil {
-			return fromErr(id, fmt.Errorf("decode create answer: %w", err))
-		}
-		return p.completed(ctx, a, outcomeCompleted, out.PlatformAccountNumber, "")
-	case resp.Status == http.StatusAccepted:
-		return p.follow(ctx, a, events, retryAfter(resp.Header, time.Second))
-	case resp.Status == http.StatusBadRequest && e.Code == "account_already_imported":
-		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
-	case resp.Status == http.StatusBadRequest && e.Code == "dry_run_rolled_back":
+		return p.follow(ctx, a, events, wait)
+	case e == nil:
+		e = sdk.NewAPIError(created.HTTPResponse, created.Body) // an unexpected success
+	case e.Code == "account_already_imported":
+		return p.alreadyImported(ctx, a, e)
+	case e.Code == "dry_run_rolled_back":
 		return result{outcome: outcomeDryRunOK, rows: []row{{External: id, Outcome: outcomeDryRunOK, Code: e.Code, Detail: e.Detail}}}
 	}
-	return fromResponse(id, outcomeFailed, resp)
+	return fromAPIError(id, outcomeFailed, e)
 }
 
-func (p *pusher) statusPath(a account) string {
-	return apiPrefix + "/account-transfer-status/" + url.PathEscape(a.supplier) + "/" + url.PathEscape(a.external) + "/"
+// alreadyImported is the result of an account_already_imported answer: the
+// account exists, its number is in the answer.
+func (p *pusher) alreadyImported(ctx context.Context, a account, e *sdk.APIError) result {
+	var body client.AccountAlreadyImportedError
+	if err := e.Decode(&body); err != nil {
+		return fromErr(a.id(), err)
+	}
+	return p.completed(ctx, a, outcomeCompleted, body.PlatformAccountNumber, "already imported")
 }
 
-// status returns the account's import status; found is false on 404 (never
-// staged). resp is set for any other unexpected answer.
-func (p *pusher) status(ctx context.Context, a account) (statusBody, bool, *response, error) {
-	return getStatus[statusBody](ctx, p, p.statusPath(a), a.external)
+// status returns the account's import status; nil on 404 (never staged).
+// failure is set for any other unexpected answer.
+func (p *pusher) status(ctx context.Context, a account) (st *client.AccountStatus, failure *sdk.APIError, err error) {
+	r, err := p.api.AccountTransferStatusWithResponse(ctx, a.supplier, a.external)
+	if err != nil {
+		return nil, nil, err
+	}
+	return found(r.HTTPResponse, r.Body, r.JSON200)
 }
 
-// getStatus reads a status body (v1 or v2) at path; found is false on 404,
-// resp is set for any other unexpected answer.
-func getStatus[T any](ctx context.Context, p *pusher, path, external string) (st T, found bool, resp *response, err error) {
-	r, err := p.api.do(ctx, request{method: http.MethodGet, path: path})
+// found reads a status answer (v1 or v2): nil on 404, failure for any
+// answer but a 200 with its body.
+func found[T any](resp *http.Response, body []byte, st *T) (*T, *sdk.APIError, error) {
 	switch {
-	case err != nil:
-		return st, false, nil, err
-	case r.Status == http.StatusNotFound:
-		return st, false, nil, nil
-	case r.Status != http.StatusOK:
-		return st, false, r, nil
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, nil, nil
+	case resp.StatusCode != http.StatusOK || st == nil:
+		return nil, sdk.NewAPIError(resp, body), nil
 	}
-	if err := json.Unmarshal(r.Body, &st); err != nil {
-		return st, false, nil, fmt.Errorf("decode status of %s: %w", external, err)
-	}
-	return st, true, nil, nil
+	return st, nil, nil
 }
 
 // poll follows an account in progress until COMPLETED or UNKNOWN, waiting
@@ -468,30 +469,30 @@ func (p *pusher) poll(ctx context.Context, a account, wait time.Duration) result
 		if err := sleep(ctx, nil, wait); err != nil {
 			return fromErr(id, err)
 		}
-		st, found, resp, err := p.status(ctx, a)
+		st, failure, err := p.status(ctx, a)
 		switch {
 		case err != nil:
 			return fromErr(id, err)
-		case resp != nil:
-			return fromResponse(id, outcomeFailed, resp)
-		case !found:
+		case failure != nil:
+			return fromAPIError(id, outcomeFailed, failure)
+		case st == nil:
 			return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "not_found",
 				Detail: "The status endpoint no longer knows this account."}}}
-		case st.Status == "COMPLETED":
+		case st.Status == client.ImportStatusCOMPLETED:
 			return p.completed(ctx, a, outcomeCompleted, st.PlatformAccountNumber, "")
-		case st.Status == "UNKNOWN" && p.o.dryRun:
+		case st.Status == client.ImportStatusUNKNOWN && p.o.dryRun:
 			// The status endpoint does not say how a dry run ended.
 			r := row{External: id, Outcome: outcomeDryRunUnconfirmed, Detail: "Dry run finished after a 202; its result is not reported by the status endpoint."}
 			if st.LatestError != nil {
 				r.Code, r.Detail = st.LatestError.Code, "latest_error (may be from an earlier attempt): "+st.LatestError.Detail
 			}
 			return result{outcome: outcomeDryRunUnconfirmed, rows: []row{r}}
-		case st.Status == "UNKNOWN":
+		case st.Status == client.ImportStatusUNKNOWN:
 			if st.LatestError == nil {
 				return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "import_failed",
 					Detail: "Creation ended without an account and without an error; rerun to retry."}}}
 			}
-			return result{outcome: outcomeFailed, rows: errorRows(id, outcomeFailed, *st.LatestError)}
+			return result{outcome: outcomeFailed, rows: latestRows(id, outcomeFailed, st.LatestError)}
 		}
 		if time.Now().After(deadline) {
 			return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "account_import_in_progress",
@@ -519,35 +520,23 @@ func (p *pusher) completed(ctx context.Context, a account, outcome, platform, de
 // fromErr turns an error without an answer into a result.
 func fromErr(id string, err error) result {
 	switch {
-	case errors.Is(err, errStopped), errors.Is(err, context.Canceled):
+	case errors.Is(err, errStopped), errors.Is(err, sdk.ErrStopped), errors.Is(err, context.Canceled):
 		return result{outcome: outcomeInterrupted, rows: []row{{External: id, Outcome: outcomeInterrupted, Code: "interrupted",
 			Detail: "Stopped before it finished; rerun to resume."}}}
-	case errors.Is(err, errAuth):
+	case authRefused(err):
 		return result{outcome: outcomeFailed, fatal: err, rows: []row{{External: id, Outcome: outcomeFailed, Code: "authentication_failed", Detail: err.Error()}}}
 	}
 	return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "request_failed", Detail: err.Error()}}}
 }
 
-// fromResponse turns an error answer into a result: one row per field error.
-// A 401 that survived a token renewal stops the run.
-func fromResponse(id, outcome string, resp *response) result {
-	e := resp.apiErr()
-	res := result{outcome: outcome, rows: errorRows(id, outcome, e)}
-	if resp.Status == http.StatusUnauthorized {
-		res.fatal = fmt.Errorf("HTTP 401 %s: %s: %w", e.Code, e.Detail, errAuth)
+// fromAPIError turns an error answer into a result: one row per field
+// error. A 401 that survived a token renewal stops the run.
+func fromAPIError(id, outcome string, e *sdk.APIError) result {
+	res := result{outcome: outcome, rows: errorRows(id, outcome, e.Code, e.Detail, e.Errors)}
+	if e.StatusCode == http.StatusUnauthorized {
+		res.fatal = e
 	}
 	return res
-}
-
-func errorRows(id, outcome string, e apiError) []row {
-	if len(e.Errors) == 0 {
-		return []row{{External: id, Outcome: outcome, Code: e.Code, Detail: e.Detail}}
-	}
-	rows := make([]row, 0, len(e.Errors))
-	for _, fe := range e.Errors {
-		rows = append(rows, row{External: id, Outcome: outcome, Code: fe.Code, Attr: fe.Attr, Detail: fe.Detail})
-	}
-	return rows
 }
 
 // ---- progress ----

@@ -255,7 +255,7 @@ func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key
 			ID int64 `json:"id"`
 		}
 		if err := json.Unmarshal(body, &out); err != nil || out.ID == 0 {
-			return 0, -1, fmt.Errorf("upload: unexpected answer %s", truncate(string(body), 200))
+			return 0, -1, fmt.Errorf("upload: unexpected answer %s", clip(string(body), 200))
 		}
 		return out.ID, 0, nil
 	case resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
@@ -263,9 +263,9 @@ func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			wait = time.Duration(s) * time.Second
 		}
-		return 0, wait, fmt.Errorf("upload: %d %s", resp.StatusCode, truncate(string(body), 200))
+		return 0, wait, fmt.Errorf("upload: %d %s", resp.StatusCode, clip(string(body), 200))
 	}
-	return 0, -1, fmt.Errorf("upload refused: %d %s", resp.StatusCode, truncate(string(body), 500))
+	return 0, -1, fmt.Errorf("upload refused: %d %s", resp.StatusCode, clip(string(body), 500))
 }
 
 // followJob polls the job's status with a bar over its lines until it is
@@ -286,7 +286,7 @@ func (c *cli) followJob(soft context.Context, api *sdk.Client, id int64) (*sdkcl
 		case err != nil:
 			return nil, fmt.Errorf("job %d: %w", id, err)
 		case resp.JSON200 == nil:
-			return nil, fmt.Errorf("job %d: %d %s", id, resp.StatusCode(), truncate(string(resp.Body), 300))
+			return nil, fmt.Errorf("job %d: %d %s", id, resp.StatusCode(), clip(string(resp.Body), 300))
 		}
 		j := resp.JSON200
 		cn := j.Counters
@@ -326,7 +326,7 @@ func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path str
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("job %d results: %d %s", id, resp.StatusCode, truncate(string(b), 300))
+		return fmt.Errorf("job %d results: %d %s", id, resp.StatusCode, clip(string(b), 300))
 	}
 	rep, err := createReport(path)
 	if err != nil {
@@ -364,4 +364,12 @@ func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path str
 		}
 	}
 	return rep.close()
+}
+
+// clip shortens s to at most n bytes for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

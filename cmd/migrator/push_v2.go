@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
+
+	sdk "github.com/gridshift/dataimport/sdk/go"
+	"github.com/gridshift/dataimport/sdk/go/client"
 )
 
 // The asynchronous API (CONTRACT §8): one create per account hands over the
@@ -45,33 +48,19 @@ func parseWindow(start, end string) (v2Window, error) {
 	return w, nil
 }
 
-// v2StatusBody is the v2 status endpoint's answer.
-type v2StatusBody struct {
-	Status                string   `json:"status"`
-	Scheduled             bool     `json:"scheduled"`
-	PlatformAccountNumber string   `json:"platform_account_number"`
-	LatestError           *v2Error `json:"latest_error"`
-}
-
-type v2Error struct {
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
-	Domain string `json:"domain"`
-}
-
 func (p *pusher) runV2(ctx context.Context, a account, id string, log *slog.Logger) result {
 	identified := a.supplier != "" && a.external != ""
 	if identified {
 		// Resume: skip what is done, follow what is scheduled or running.
-		st, found, resp, err := p.statusV2(ctx, a)
+		st, failure, err := p.statusV2(ctx, a)
 		switch {
 		case err != nil:
 			return fromErr(id, err)
-		case resp != nil:
-			return fromResponse(id, outcomeFailed, resp)
-		case found && st.Status == "PROCESSED":
+		case failure != nil:
+			return fromAPIError(id, outcomeFailed, failure)
+		case st != nil && st.Status == client.V2StatusPROCESSED:
 			return p.completed(ctx, a, outcomeSkippedCompleted, st.PlatformAccountNumber, "")
-		case found && (st.Status == "IN_PROGRESS" || st.Status == "PENDING" && st.Scheduled):
+		case st != nil && (st.Status == client.V2StatusINPROGRESS || st.Status == client.V2StatusPENDING && st.Scheduled):
 			log.InfoContext(ctx, "already scheduled, following it", "status", st.Status)
 			return p.pollV2(ctx, a)
 		}
@@ -88,32 +77,35 @@ func (p *pusher) runV2(ctx context.Context, a account, id string, log *slog.Logg
 	if err != nil {
 		return fromErr(id, fmt.Errorf("encode v2 create request: %w", err))
 	}
-	resp, err := p.api.do(ctx, request{method: http.MethodPost, path: apiV2Accounts, body: body})
+	created, err := p.api.CreateAccountV2WithBodyWithResponse(ctx, nil, jsonType, bytes.NewReader(body))
 	if err != nil {
 		return fromErr(id, err)
 	}
-	switch e := resp.apiErr(); {
-	case resp.Status == http.StatusCreated && identified:
+	e := failed(created.HTTPResponse, created.Body)
+	switch {
+	case created.StatusCode() == http.StatusCreated && identified:
 		return p.pollV2(ctx, a)
-	case resp.Status == http.StatusCreated:
+	case created.StatusCode() == http.StatusCreated:
 		// Validation requires both, so this is the file's parse, not the API.
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "required",
 			Attr: "external_account_number", Detail: "Scheduled, but import_supplier and external_account_number are needed to follow it."}}}
-	case resp.Status == http.StatusBadRequest && e.Code == "account_import_process_already_imported":
-		return p.completed(ctx, a, outcomeCompleted, e.PlatformAccountNumber, "already imported")
-	case resp.Status == http.StatusBadRequest && e.Code == "account_import_in_progress" && identified:
+	case e == nil:
+		e = sdk.NewAPIError(created.HTTPResponse, created.Body) // an unexpected success
+	case e.Code == "account_import_process_already_imported":
+		return p.alreadyImported(ctx, a, e)
+	case e.Code == "account_import_in_progress" && identified:
 		return p.pollV2(ctx, a)
 	}
-	return fromResponse(id, outcomeFailed, resp)
-}
-
-func (p *pusher) statusPathV2(a account) string {
-	return apiV2Accounts + url.PathEscape(a.supplier) + "/" + url.PathEscape(a.external) + "/"
+	return fromAPIError(id, outcomeFailed, e)
 }
 
 // statusV2 is status through the v2 endpoint.
-func (p *pusher) statusV2(ctx context.Context, a account) (v2StatusBody, bool, *response, error) {
-	return getStatus[v2StatusBody](ctx, p, p.statusPathV2(a), a.external)
+func (p *pusher) statusV2(ctx context.Context, a account) (st *client.V2AccountStatus, failure *sdk.APIError, err error) {
+	r, err := p.api.AccountStatusV2WithResponse(ctx, a.supplier, a.external)
+	if err != nil {
+		return nil, nil, err
+	}
+	return found(r.HTTPResponse, r.Body, r.JSON200)
 }
 
 // pollV2 follows a scheduled account until its v2 status ends. Before the
@@ -129,26 +121,26 @@ func (p *pusher) pollV2(ctx context.Context, a account) result {
 	deadline := opens.Add(p.o.pollTimeout)
 	wait := max(time.Until(opens), 250*time.Millisecond)
 	for {
-		if err := sleep(ctx, p.api.stopping, wait); err != nil {
+		if err := sleep(ctx, p.stop, wait); err != nil {
 			return fromErr(id, err)
 		}
-		st, found, resp, err := p.statusV2(ctx, a)
+		st, failure, err := p.statusV2(ctx, a)
 		switch {
 		case err != nil:
 			return fromErr(id, err)
-		case resp != nil:
-			return fromResponse(id, outcomeFailed, resp)
-		case !found:
+		case failure != nil:
+			return fromAPIError(id, outcomeFailed, failure)
+		case st == nil:
 			return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "not_found",
 				Detail: "The status endpoint no longer knows this account."}}}
 		}
 		switch st.Status {
-		case "PROCESSED":
+		case client.V2StatusPROCESSED:
 			return p.completed(ctx, a, outcomeCompleted, st.PlatformAccountNumber, "")
-		case "DRY_RUN_SUCCEEDED":
+		case client.V2StatusDRYRUNSUCCEEDED:
 			return result{outcome: outcomeDryRunOK, rows: []row{{External: id, Outcome: outcomeDryRunOK, Code: "DRY_RUN_SUCCEEDED",
 				Detail: "Dry run succeeded; nothing was kept."}}}
-		case "ERRORED", "DRY_RUN_ERRORED", "CANCELLED":
+		case client.V2StatusERRORED, client.V2StatusDRYRUNERRORED, client.V2StatusCANCELLED:
 			return result{outcome: outcomeFailed, rows: []row{v2ErrorRow(id, st)}}
 		}
 		if time.Now().After(deadline) {
@@ -161,8 +153,8 @@ func (p *pusher) pollV2(ctx context.Context, a account) result {
 
 // v2ErrorRow reports an account that ended without one: its latest_error,
 // with the v2 status and the error's domain in the detail.
-func v2ErrorRow(id string, st v2StatusBody) row {
-	r := row{External: id, Outcome: outcomeFailed, Code: st.Status, Detail: st.Status + " without an error; rerun to retry."}
+func v2ErrorRow(id string, st *client.V2AccountStatus) row {
+	r := row{External: id, Outcome: outcomeFailed, Code: string(st.Status), Detail: string(st.Status) + " without an error; rerun to retry."}
 	if e := st.LatestError; e != nil {
 		r.Code, r.Detail = e.Code, fmt.Sprintf("%s (%s, %s)", e.Detail, st.Status, e.Domain)
 	}

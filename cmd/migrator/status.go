@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/spf13/cobra"
+
+	sdk "github.com/gridshift/dataimport/sdk/go"
 )
 
 func (c *cli) statusCmd() *cobra.Command {
@@ -21,7 +22,10 @@ func (c *cli) statusCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			api := newClient(c.apiURL, c.apiKey, c.log, 1, 2*time.Minute)
+			api, err := c.newAPI(1, 2*time.Minute, nil)
+			if err != nil {
+				return err
+			}
 			counts := map[string]int64{}
 			for _, list := range []string{"imported", "pending", "all"} {
 				n, err := countList(ctx, api, list, args[0])
@@ -34,7 +38,7 @@ func (c *cli) statusCmd() *cobra.Command {
 				return json.NewEncoder(c.stdout).Encode(map[string]any{"supplier": args[0],
 					"imported": counts["imported"], "pending": counts["pending"], "total": counts["all"]})
 			}
-			_, err := fmt.Fprintf(c.stdout, "imported %d, pending %d, total %d\n", counts["imported"], counts["pending"], counts["all"])
+			_, err = fmt.Fprintf(c.stdout, "imported %d, pending %d, total %d\n", counts["imported"], counts["pending"], counts["all"])
 			return err
 		},
 	}
@@ -42,26 +46,35 @@ func (c *cli) statusCmd() *cobra.Command {
 	return cmd
 }
 
+// lists are the list endpoints, streamed (the raw client: the typed one
+// would hold a whole list in memory), through the SDK's auth and retries.
+var lists = map[string]func(ctx context.Context, api *api, supplier string) (*http.Response, error){
+	"imported": func(ctx context.Context, api *api, supplier string) (*http.Response, error) {
+		return api.ListImportedAccountImportProcesses(ctx, supplier, nil)
+	},
+	"pending": func(ctx context.Context, api *api, supplier string) (*http.Response, error) {
+		return api.ListPendingAccountImportProcesses(ctx, supplier, nil)
+	},
+	"all": func(ctx context.Context, api *api, supplier string) (*http.Response, error) {
+		return api.ListAllAccountImportProcesses(ctx, supplier, nil)
+	},
+}
+
+// listReads bounds the reads of a list whose body is cut short (each read
+// is one request, retried by the SDK like any other).
+const listReads = 3
+
 // countList counts the items of one list endpoint, decoding the streamed
 // array item by item (constant memory for any size). A body cut short is
-// fetched again, with the same bounded backoff as other failures.
-func countList(ctx context.Context, api *client, list, supplier string) (int64, error) {
-	path := apiPrefix + "/" + list + "-account-import-processes/" + url.PathEscape(supplier) + "/"
-	bo := api.newBackOff(ctx)
-	for {
-		n, err := countOnce(ctx, api, path)
+// read again from the start.
+func countList(ctx context.Context, api *api, list, supplier string) (int64, error) {
+	for read := 1; ; read++ {
+		n, err := countOnce(ctx, api, list, supplier)
 		var cut *cutError
-		if !errors.As(err, &cut) {
+		if !errors.As(err, &cut) || read == listReads || ctx.Err() != nil {
 			return n, err
 		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			return 0, fmt.Errorf("%s list: %w", list, err)
-		}
-		api.log.InfoContext(ctx, "list cut short, fetching again", "path", path, "err", err)
-		if err := sleep(ctx, nil, wait); err != nil {
-			return 0, err
-		}
+		api.log.InfoContext(ctx, "list cut short, reading it again", "list", list, "err", err)
 	}
 }
 
@@ -71,40 +84,36 @@ type cutError struct{ err error }
 func (e *cutError) Error() string { return "list body cut short: " + e.err.Error() }
 func (e *cutError) Unwrap() error { return e.err }
 
-func countOnce(ctx context.Context, api *client, path string) (int64, error) {
-	resp, err := api.do(ctx, request{method: http.MethodGet, path: path, stream: true})
+func countOnce(ctx context.Context, api *api, list, supplier string) (int64, error) {
+	resp, err := lists[list](ctx, api, supplier)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s list: %w", list, err)
 	}
-	if resp.Stream == nil {
-		e := resp.apiErr()
-		if resp.Status == http.StatusNotFound {
-			return 0, fmt.Errorf("GET %s: supplier unknown or not granted to this API key (%s)", path, e.Code)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		e := sdk.NewAPIError(resp, body)
+		if resp.StatusCode == http.StatusNotFound {
+			return 0, fmt.Errorf("%s list: supplier unknown or not granted to this API key (%s)", list, e.Code)
 		}
-		return 0, fmt.Errorf("GET %s: HTTP %d %s: %s", path, resp.Status, e.Code, e.Detail)
+		return 0, fmt.Errorf("%s list: %w", list, e)
 	}
-	defer resp.Stream.Close()
-	dec := json.NewDecoder(resp.Stream)
+	dec := json.NewDecoder(resp.Body)
 	if tok, err := dec.Token(); err != nil {
-		return 0, &cutError{err}
+		return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 	} else if tok != json.Delim('[') {
-		return 0, fmt.Errorf("GET %s: want a JSON array, got %v", path, tok)
+		return 0, fmt.Errorf("%s list: want a JSON array, got %v", list, tok)
 	}
-	var item struct {
-		ExternalAccountNumber string `json:"external_account_number"`
-	}
+	var item json.RawMessage
 	var n int64
 	for dec.More() {
 		if err := dec.Decode(&item); err != nil {
-			if ctx.Err() != nil {
-				return 0, fmt.Errorf("GET %s: %w", path, context.Cause(ctx))
-			}
-			return 0, &cutError{err}
+			return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 		}
 		n++
 	}
 	if _, err := dec.Token(); err != nil {
-		return 0, &cutError{err}
+		return 0, fmt.Errorf("%s list: %w", list, &cutError{err})
 	}
 	return n, nil
 }

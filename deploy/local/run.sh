@@ -16,6 +16,18 @@ export CONSOLE_COOKIE_SECURE=${CONSOLE_COOKIE_SECURE:-false}
 BASE="http://$HTTP_ADDR"
 
 trap 'echo; echo "stopping api and worker…"; stop_all; echo "stopped."' INT TERM EXIT
+# Payment vendor: without a Stripe key of your own, a local stripe-mock (a Go
+# tool of this module) stands in, so the demo account's payment instruction
+# is verified like a real one. Both the api and the worker verify.
+if [ -z "${STRIPE_API_KEY:-}" ]; then
+  STRIPE_MOCK_ADDR=${STRIPE_MOCK_ADDR:-127.0.0.1:12111}
+  go build -o "$ROOT/bin/stripe-mock" github.com/stripe/stripe-mock
+  "$ROOT/bin/stripe-mock" -http-addr "$STRIPE_MOCK_ADDR" -https-addr "${STRIPE_MOCK_HTTPS_ADDR:-127.0.0.1:12112}" \
+    >>"$DATA_DIR/logs/stripe-mock.log" 2>&1 &
+  pids+=($!)
+  export STRIPE_API_KEY=sk_test_demo STRIPE_API_URL="http://$STRIPE_MOCK_ADDR"
+  for _ in $(seq 300); do curl -s "$STRIPE_API_URL" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 start worker
 start api
 wait_ready "$BASE/readyz"
@@ -40,6 +52,7 @@ cat <<TXT
     worker   http://$WORKER_HTTP_ADDR  (logs: $DATA_DIR/logs/worker.log)
     Postgres $DATABASE_URL
     Redis    $REDIS_URL
+    Stripe   $STRIPE_API_URL  (payment vendor STRIPE; stripe-mock unless you set STRIPE_API_KEY)
 
   Demo supplier DEMO_ENERGY (market GB, agreements must name catalogue products), team Migrations,
   organisation "Demo Partner"; product catalogue from deploy/local/demo_products.json.
@@ -59,6 +72,12 @@ cat <<TXT
       -H 'Content-Type: application/json' \\
       -d '{"external_account_number":"EXT-0001","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
     curl -s \$BASE/v1/data-import/account-transfer-status/DEMO_ENERGY/EXT-0001/ -H "Authorization: Token \$TOKEN"
+    # An account with meters, readings, PSR, payment schedules and a payment instruction (verified at STRIPE):
+    curl -s \$BASE/v1/data-import/account-import-process/create-or-update/ -H "Authorization: Token \$TOKEN" \\
+      -H 'Content-Type: application/json' --data @deploy/local/demo_account_payments.json
+    curl -s \$BASE/v1/data-import/account-import-process/process/ -H "Authorization: Token \$TOKEN" \\
+      -H 'Content-Type: application/json' \\
+      -d '{"external_account_number":"EXT-0003","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
     curl -s \$BASE/v1/data-import/imported-account-import-processes/DEMO_ENERGY/ -H "Authorization: Token \$TOKEN"
     curl -s \$BASE/v1/data-import/products/ -H "Authorization: Token \$TOKEN"
 

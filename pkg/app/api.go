@@ -117,8 +117,7 @@ func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb 
 	a.Console, err = console.New(console.Config{CookieSecure: cfg.ConsoleCookieSecure, SessionTTL: cfg.ConsoleSessionTTL, CSRFKey: key,
 		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL},
 		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
-			Logger: log.With("component", "console"),
-			// HOOK (merge): Webhooks stays nil until that feature lands on main.
+			Logger: log.With("component", "console"), Webhooks: console.StoreWebhooks(a.DB),
 			BulkJobs: a.consoleBulkJobs,
 		})
 	return err

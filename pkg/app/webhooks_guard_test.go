@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,6 +102,11 @@ func TestWebhookRedirectNotFollowedAndGoneDisables(t *testing.T) {
 		if e.ID == redirID && !e.Enabled {
 			t.Error("the redirecting endpoint was disabled")
 		}
+	}
+	// The disable is audited once (actor system), however many 410s raced.
+	if n := p.count(`SELECT count(*) FROM audit_log WHERE action = 'webhook.disable' AND actor = 'system' AND target = ?
+		AND after->>'disabled_reason' LIKE '%410 Gone%'`, fmt.Sprintf("webhook:%d", goneID)); n != 1 {
+		t.Errorf("%d audit rows for the 410 disable, want 1", n)
 	}
 	// Nothing more goes to the disabled endpoint.
 	time.Sleep(300 * time.Millisecond)

@@ -63,13 +63,13 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.registerGauges(ctx, slots)
 
 	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+		Vendors: paymentVendors(cfg, log), Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
-	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Log: log, Now: time.Now, Lease: cfg.JobLease}
+	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Vendors: create.Vendors, Log: log, Now: time.Now, Lease: cfg.JobLease}
 	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, BulkJob: bulk, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,

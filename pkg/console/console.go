@@ -60,15 +60,45 @@ type Deps struct {
 	Inspector Inspector
 	Throttle  Throttle
 	Logger    *slog.Logger
-	// Sections the lead fills when webhooks and bulk jobs land on main:
-	// each returns rows for the overview; nil shows "not available".
+	// Optional sections of the overview; nil shows "not available".
+	// StoreWebhooks reads the webhook section from the store.
 	Webhooks WebhookHealth
 	BulkJobs BulkJobProgress
 }
 
 // WebhookHealth lists webhook endpoints and their health for the overview.
-// HOOK: no webhook endpoints exist on main yet; wire the store's reader here.
 type WebhookHealth func(ctx context.Context) ([]WebhookEndpoint, error)
+
+// StoreWebhooks is the overview's webhook section read from db: an
+// endpoint is "disabled: <reason>", "failing" once a delivery gave up after
+// its whole retry schedule, "retrying" while deliveries wait for a retry,
+// else "healthy". Failing counts both kinds of undelivered event.
+func StoreWebhooks(db *postgres.DB) WebhookHealth {
+	return func(ctx context.Context) ([]WebhookEndpoint, error) {
+		rows, err := db.WebhookHealth(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]WebhookEndpoint, len(rows))
+		for i, r := range rows {
+			health := "healthy"
+			switch {
+			case !r.Enabled:
+				health = "disabled"
+				if r.DisabledReason != nil {
+					health += ": " + *r.DisabledReason
+				}
+			case r.Failed > 0:
+				health = "failing"
+			case r.Retrying > 0:
+				health = "retrying"
+			}
+			out[i] = WebhookEndpoint{Organisation: r.Organisation, URL: r.URL, Health: health,
+				LastDelivery: r.LastDelivery, Failing: r.Retrying + r.Failed}
+		}
+		return out, nil
+	}
+}
 
 // WebhookEndpoint is one row of the overview's webhook section.
 type WebhookEndpoint struct {

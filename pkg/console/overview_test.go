@@ -116,3 +116,66 @@ func TestOverviewSupplierAndTimeline(t *testing.T) {
 		t.Errorf("audit page lacks the skip: %.1500s", audit.Body)
 	}
 }
+
+// TestOverviewWebhookHealth: the overview's webhook section shows each
+// endpoint's health from its deliveries: delivered, retrying, given up,
+// disabled.
+func TestOverviewWebhookHealth(t *testing.T) {
+	st, srv := consoleStack(t)
+	st.Supplier("ACME")
+	st.Tenant("Alpha", "ACME")
+	st.Tenant("Beta", "ACME")
+	seedProcesses(t, st.DB, 4, "ACME")
+	g := st.DB.Gorm()
+	secret := "whsec_" + strings.Repeat("A", 32)
+	for _, q := range []string{
+		`INSERT INTO import_process_events (process_id, event) SELECT id, 'EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED' FROM import_processes`,
+		`INSERT INTO webhook_endpoints (id, organisation_id, url, secret) SELECT 101, id, 'https://alpha.example/ok', '` + secret + `' FROM organisations WHERE name = 'Alpha'`,
+		`INSERT INTO webhook_endpoints (id, organisation_id, url, secret) SELECT 102, id, 'https://alpha.example/slow', '` + secret + `' FROM organisations WHERE name = 'Alpha'`,
+		`INSERT INTO webhook_endpoints (id, organisation_id, url, secret) SELECT 103, id, 'https://beta.example/dead', '` + secret + `' FROM organisations WHERE name = 'Beta'`,
+		`INSERT INTO webhook_endpoints (id, organisation_id, url, secret, enabled, disabled_reason) SELECT 104, id, 'https://beta.example/gone', '` + secret + `', false, 'receiver answered 410' FROM organisations WHERE name = 'Beta'`,
+		// 101: everything delivered.
+		`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, state, delivered_at) SELECT 101, id, 1, 'delivered', now() FROM import_process_events`,
+		// 102: one delivered, two waiting for a retry, one not tried yet.
+		`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, state, delivered_at)
+		   SELECT 102, id, CASE WHEN rn = 1 THEN 1 WHEN rn < 4 THEN 2 ELSE 0 END, CASE WHEN rn = 1 THEN 'delivered' ELSE 'pending' END,
+		          CASE WHEN rn = 1 THEN now() END
+		     FROM (SELECT id, row_number() OVER (ORDER BY id) rn FROM import_process_events) e`,
+		// 103: one gave up after its whole schedule, one retrying.
+		`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, state)
+		   SELECT 103, id, 11, CASE WHEN rn = 1 THEN 'failed' ELSE 'pending' END
+		     FROM (SELECT id, row_number() OVER (ORDER BY id) rn FROM import_process_events) e WHERE rn <= 2`,
+	} {
+		if err := g.Exec(q).Error; err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b := loggedIn(t, st, srv.URL, "olivia")
+	live := b.do(http.MethodGet, "/overview/live", nil)
+	if live.Status != http.StatusOK {
+		t.Fatalf("live: %d", live.Status)
+	}
+	section := regexp.MustCompile(`(?s)<section id="webhooks">(.*?)</section>`).FindStringSubmatch(live.Body)
+	if section == nil {
+		t.Fatalf("no webhook section in %.2000s", live.Body)
+	}
+	var got []string
+	for _, row := range regexp.MustCompile(`(?s)<tr><td>(.*?)</tr>`).FindAllStringSubmatch(section[1], -1) {
+		cells := regexp.MustCompile(`<td>(.*?)</td>`).FindAllStringSubmatch("<td>"+row[1], -1)
+		var c []string
+		for _, x := range cells[:4] {
+			c = append(c, x[1])
+		}
+		c = append(c, fmt.Sprint(cells[4][1] != "—")) // "—": never delivered
+		got = append(got, strings.Join(c, " | "))
+	}
+	want := []string{
+		"Alpha | https://alpha.example/ok | healthy | 0 | true",
+		"Alpha | https://alpha.example/slow | retrying | 2 | true",
+		"Beta | https://beta.example/dead | failing | 2 | false",
+		"Beta | https://beta.example/gone | disabled: receiver answered 410 | 0 | false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("webhook rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -105,6 +105,10 @@ type Account struct {
 	References                   []Reference              `json:"references,omitempty" dataimport:"max=100"`
 	Notes                        []Note                   `json:"notes,omitempty" dataimport:"max=1000"`
 	CurrentStatementTransactions []Transaction            `json:"current_statement_transactions,omitempty" dataimport:"max=100"`
+	// Payment schedules and instructions (payment_schedule.go); the
+	// maxima are MaxPaymentSchedules and MaxPaymentInstructions.
+	PaymentSchedules    []PaymentSchedule           `json:"payment_schedules,omitempty" dataimport:"max=10"`
+	PaymentInstructions []AccountPaymentInstruction `json:"payment_instructions,omitempty" dataimport:"max=1"`
 }
 
 type Customer struct {

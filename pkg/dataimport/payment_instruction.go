@@ -1,12 +1,6 @@
 package dataimport
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-	"time"
-	"unicode"
-)
+import "time"
 
 // PaymentInstructionType is what kind of instruction a vendor reference names
 // (interface 2.9, CONTRACT §7).
@@ -54,29 +48,13 @@ func PaymentInstructionValidator(vendors []string) func(*PaymentInstructionReque
 }
 
 // ValidatePaymentInstruction checks a decoded request: every field present
-// is non-blank and fits, vendor is one of vendors (exact spelling), type is
-// CARD or DIRECT_DEBIT, and the reference is one token without control
-// characters or spaces (vendor IDs never contain them, and it ends up in a
-// URL path).
+// is non-blank and fits, and the instruction passes validateInstruction,
+// the rules an account's payment_instructions follow too.
 func ValidatePaymentInstruction(r *PaymentInstructionRequest, vendors []string) []FieldError {
 	c := &collector{}
 	c.requiredString(field("import_supplier"), r.ImportSupplier, maxSupplierCode)
 	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
-	switch {
-	case r.Vendor == "":
-		c.add("vendor", CodeBlank, "This field may not be blank.")
-	case !slices.Contains(vendors, r.Vendor):
-		detail := fmt.Sprintf("%q is not a valid choice.", r.Vendor)
-		if len(vendors) > 0 {
-			detail += " Configured vendors: " + strings.Join(vendors, ", ") + "."
-		}
-		c.add("vendor", CodeInvalidChoice, detail)
-	}
-	c.requiredString(field("reference"), r.Reference, maxPaymentReference)
-	if strings.ContainsFunc(r.Reference, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		c.add("reference", CodeInvalid, "A reference may not contain spaces or control characters.")
-	}
-	choice(c, field("type"), r.Type, PaymentInstructionTypes)
+	validateInstruction(c, objectAt(""), r.Vendor, r.Reference, r.Type, vendors, true)
 	return c.list()
 }
 

@@ -24,6 +24,13 @@ type AccountRules struct {
 	// Market is the supplier's market rule set (CONTRACT §10); nil is
 	// NONE, the generic rules.
 	Market Market
+	// PaymentVendors are the configured payment vendors: a payment
+	// instruction naming another is refused (none configured: every one
+	// is). SkipPaymentVendors leaves the vendor unchecked, for callers that
+	// cannot know the configuration (offline conversion); the API and the
+	// worker always check.
+	PaymentVendors     []string
+	SkipPaymentVendors bool
 }
 
 const (
@@ -90,6 +97,8 @@ func validateAccount(c *collector, a *Account, opts AccountRules) {
 	}
 	validateTransactions(c, a.CurrentStatementTransactions, "current_statement_transactions")
 	validateOpeningBalance(c, a)
+	validatePaymentSchedules(c, a.PaymentSchedules)
+	validateAccountPaymentInstructions(c, a.PaymentInstructions, opts)
 }
 
 func ptr[T any](v T) *T { return &v }

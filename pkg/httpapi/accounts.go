@@ -30,6 +30,9 @@ func (s *Server) decodeAccountBody(c *gin.Context, body []byte) (*dataimport.Acc
 	var sup dataimport.Supplier
 	acc, err := dataimport.DecodeAccountFor(body, func(a *dataimport.Account) (dataimport.AccountRules, error) {
 		rules := dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(time.Now().UTC())}
+		if s.deps.Vendors != nil {
+			rules.PaymentVendors = s.deps.Vendors.Names()
+		}
 		if a.ImportSupplier == "" {
 			return rules, nil // validation reports the missing supplier
 		}

@@ -254,6 +254,9 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 	}
 	today := dataimport.DateOf(time.Now().UTC())
 	rules := dataimport.AccountRules{PhoneRegion: sup.PhoneRegion, Today: today, Market: mkt}
+	if s.deps.Vendors != nil {
+		rules.PaymentVendors = s.deps.Vendors.Names() // as the stage endpoint
+	}
 	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, raw.count, func(emit func(postgres.JobLine) error) error {
 		rd := bufio.NewReaderSize(body, 64<<10)
 		for n := 1; ; n++ {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -21,10 +20,7 @@ type PaymentStore interface {
 // PaymentVendors is the registry of configured payment vendors
 // (*payments.Registry). Each vendor already carries the retry and
 // circuit-breaker semantics (payments.Resilient).
-type PaymentVendors interface {
-	Vendor(name string) (payments.Vendor, bool)
-	Names() []string
-}
+type PaymentVendors = payments.Lookup
 
 // createPaymentInstruction serves POST /payment-instruction/create/
 // (interface 4.2, CONTRACT §7): the account must be imported; the vendor
@@ -67,17 +63,12 @@ func (s *Server) createPaymentInstruction(c *gin.Context) {
 		renderError(c, dataimport.ErrAccountHasActiveInstruction(active))
 		return
 	}
-	vendor, ok := s.deps.Vendors.Vendor(req.Vendor) // the validator accepted only configured names
-	if !ok {
-		abortWithError(c, errors.New("payment vendor "+req.Vendor+" vanished from the registry"))
-		return
-	}
-	details, err := vendor.Verify(ctx, req.Type, req.Reference)
+	verified, err := payments.VerifyInstruction(ctx, s.deps.Vendors, want)
 	if err != nil {
 		abortWithError(c, vendorFailure(c, req, err))
 		return
 	}
-	want.Details = details
+	want = verified
 	stored, _, err := s.deps.Store.AddPaymentInstruction(ctx, want)
 	if err != nil {
 		abortWithError(c, err)
@@ -96,26 +87,18 @@ func paymentInstructionCreated(c *gin.Context, acc postgres.ImportedAccount, pi 
 // fields that tell partners not to retry unchanged; still failing after the
 // in-request retries → 500 server_error, to be retried as is.
 func vendorFailure(c *gin.Context, req *dataimport.PaymentInstructionRequest, err error) error {
-	var pe *payments.Error
-	if !errors.As(err, &pe) {
+	refusal := payments.Refusal(err)
+	switch {
+	case payments.KindOf(err) == 0:
 		return err // unexpected: logged and answered 500 by abortWithError
-	}
-	switch pe.Kind {
-	case payments.KindNotFound:
-		return dataimport.Errorf(dataimport.CodePaymentInstructionNotFound, "%s", pe.Reason)
-	case payments.KindRejected:
-		return dataimport.Errorf(dataimport.CodePaymentInstructionRejected, "%s", pe.Reason)
-	case payments.KindPersistent:
+	case refusal == nil:
+		logger(c).WarnContext(c.Request.Context(), "payment vendor failed after retries", "vendor", req.Vendor, "err", err.Error())
+		return dataimport.Errorf(dataimport.CodeServerError, "The payment vendor did not answer in time. Retry the request as it is.")
+	case refusal.Code == dataimport.CodePaymentVendorUnavailable:
 		logger(c).WarnContext(c.Request.Context(), "payment vendor failing persistently", "vendor", req.Vendor, "err", err.Error())
-		return &dataimport.Error{Code: dataimport.CodePaymentVendorUnavailable,
-			Detail: "The payment vendor cannot be used at the moment. Do not retry this request unchanged.",
-			Extra: map[string]any{
-				"error_detail":            pe.Reason,
-				"external_account_number": req.ExternalAccountNumber,
-				"import_supplier":         req.ImportSupplier,
-				"reference":               req.Reference,
-			}}
+		refusal.Extra["external_account_number"] = req.ExternalAccountNumber
+		refusal.Extra["import_supplier"] = req.ImportSupplier
+		refusal.Extra["reference"] = req.Reference
 	}
-	logger(c).WarnContext(c.Request.Context(), "payment vendor failed after retries", "vendor", req.Vendor, "err", err.Error())
-	return dataimport.Errorf(dataimport.CodeServerError, "The payment vendor did not answer in time. Retry the request as it is.")
+	return refusal
 }

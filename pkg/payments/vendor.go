@@ -130,3 +130,55 @@ func (r *Registry) Names() []string {
 	slices.Sort(names)
 	return names
 }
+
+// Refusal is what partners are told about a final vendor failure, by the
+// post-import endpoint and by account creation alike: the reference is not
+// at the vendor (payment_instruction_not_found_at_vendor), not usable as
+// asked (payment_instruction_rejected_by_vendor), or the vendor cannot be
+// used now (payment_vendor_unavailable, with the vendor's safe reason as
+// error_detail). It is nil for a transient or unclassified failure, which
+// is worth retrying as is.
+func Refusal(err error) *dataimport.Error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil
+	}
+	switch e.Kind {
+	case KindNotFound:
+		return dataimport.Errorf(dataimport.CodePaymentInstructionNotFound, "%s", e.Reason)
+	case KindRejected:
+		return dataimport.Errorf(dataimport.CodePaymentInstructionRejected, "%s", e.Reason)
+	case KindPersistent:
+		return &dataimport.Error{Code: dataimport.CodePaymentVendorUnavailable,
+			Detail: "The payment vendor cannot be used at the moment. Do not retry this request unchanged.",
+			Extra:  map[string]any{"error_detail": e.Reason}}
+	}
+	return nil
+}
+
+// Lookup finds configured vendors by name (*Registry).
+type Lookup interface {
+	Vendor(name string) (Vendor, bool)
+	Names() []string
+}
+
+// VerifyInstruction asks pi's vendor about it and returns pi with the
+// vendor's details. It is read-only at the vendor, so safe to repeat (a
+// retried job, a dry run). Call it with no database transaction open.
+func VerifyInstruction(ctx context.Context, vendors Lookup, pi dataimport.PaymentInstruction) (dataimport.PaymentInstruction, error) {
+	var v Vendor
+	ok := false
+	if vendors != nil {
+		v, ok = vendors.Vendor(pi.Vendor)
+	}
+	if !ok {
+		// Validation accepts only configured names.
+		return pi, fmt.Errorf("payment vendor %s is not configured", pi.Vendor)
+	}
+	d, err := v.Verify(ctx, pi.Type, pi.Reference)
+	if err != nil {
+		return pi, fmt.Errorf("verify %s %s: %w", pi.Vendor, pi.Reference, err)
+	}
+	pi.Details = d
+	return pi, nil
+}

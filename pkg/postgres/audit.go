@@ -55,7 +55,7 @@ const (
 	AuditOperatorLogout    = "operator.logout"
 	AuditWebhookCreate     = "webhook.create"
 	AuditWebhookEnable     = "webhook.enable"
-	AuditWebhookDisable    = "webhook.disable" // also a 410 from the receiver (actor system)
+	AuditWebhookDisable    = "webhook.disable" // also a 410 from the receiver (actor system, disableGoneWebhook)
 	AuditWebhookRotate     = "webhook.rotate_secret"
 	AuditWebhookReplay     = "webhook.replay"
 	AuditSupplierUpdate    = "supplier.update" // --require-products, --market

@@ -24,6 +24,11 @@ type CreationInput struct {
 	Supplier  dataimport.Supplier
 	Account   *dataimport.Account // validated and normalised
 	Now       time.Time
+	// Instructions are the account's payment_instructions as the vendor
+	// confirmed them (details filled), in order. The caller verifies them
+	// before calling CreateAccount, so no transaction is open across a
+	// vendor call; one missing or different is refused here.
+	Instructions []dataimport.PaymentInstruction
 }
 
 // CreationResult is what a committed creation produced.
@@ -104,6 +109,7 @@ func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResu
 func accountDetails(a *dataimport.Account) ([]byte, error) {
 	d := *a
 	d.Customers, d.SupplyAddresses, d.Notes, d.CurrentStatementTransactions = nil, nil, nil, nil
+	d.PaymentSchedules, d.PaymentInstructions = nil, nil // rows of their own
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode account details: %w", err)

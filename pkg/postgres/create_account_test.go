@@ -34,7 +34,7 @@ var platformNumberRe = regexp.MustCompile(`^A-[0-9A-F]{8}$`)
 // accountTables is the account and every table created with it.
 var accountTables = []string{"accounts", "account_customers", "supply_addresses", "meter_points", "agreements",
 	"statements", "account_notes", "account_transactions", "welcome_emails",
-	"meters", "meter_registers", "transfer_readings", "customer_psr"}
+	"meters", "meter_registers", "transfer_readings", "customer_psr", "account_payment_schedules", "payment_instructions"}
 
 type env struct {
 	tb     testing.TB
@@ -123,7 +123,8 @@ func (e *env) input(processID int64, attempt int, dryRun bool) postgres.Creation
 	e.tb.Helper()
 	lp, err := e.db.LoadForCreation(e.ctx, processID)
 	e.must(err)
-	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(creationNow)})
+	acc, err := dataimport.DecodeAccount(lp.Payload, dataimport.AccountRules{PhoneRegion: lp.Supplier.PhoneRegion, Today: dataimport.DateOf(creationNow),
+		PaymentVendors: []string{"STRIPE"}})
 	e.must(err)
 	return postgres.CreationInput{ProcessID: processID, Attempt: attempt, DryRun: dryRun, Supplier: lp.Supplier, Account: acc, Now: creationNow}
 }

@@ -228,6 +228,10 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 		return nil, nil, err
 	}
 
+	if err := verifiedInstructions(a, in.Instructions); err != nil {
+		return nil, nil, err
+	}
+
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number,
 			account_type, details, transfer_balance, balance, created_at)
@@ -274,6 +278,19 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 		b.Queue(`INSERT INTO account_notes (account_id, body, document_paths, is_pinned, unpin_at, created_at)
 			VALUES (`+curAccount+`, $1, $2::jsonb, $3, $4, $5)`, n.Body, n.DocumentPaths, n.IsPinned, n.UnpinAt, n.CreatedAt)
 	}
+	for i, ps := range a.PaymentSchedules {
+		b.Queue(`INSERT INTO account_payment_schedules (account_id, position, means, start_date, frequency, amount)
+			VALUES (`+curAccount+`, $1, $2, $3, $4, $5)`,
+			i, string(ps.Means), ps.StartDate.Time(), string(ps.Frequency), ps.Amount.Decimal)
+	}
+	for _, pi := range in.Instructions {
+		d := pi.Details
+		b.Queue(`INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
+				card_brand, card_last4, card_exp_month, card_exp_year, mandate_status)
+			VALUES (`+curAccount+`, $1, $2, $3, 'ACTIVE', $4, $5, $6, $7, $8)`,
+			pi.Vendor, pi.Reference, string(pi.Type),
+			nullIfZero(d.CardBrand), nullIfZero(d.CardLast4), nullIfZero(d.CardExpMonth), nullIfZero(d.CardExpYear), nullIfZero(d.MandateStatus))
+	}
 	if in.Supplier.WelcomeEmail && !in.DryRun {
 		// The outbox: one e-mail per customer with an address, in order.
 		b.Queue(`INSERT INTO welcome_emails (account_id, customer_id, email)
@@ -298,6 +315,24 @@ func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult
 		SELECT id, $4, jsonb_build_object('attempt', attempt, 'platform_account_number', $1::text) FROM done`,
 		number, in.Now, in.ProcessID, dataimport.EventProcessed)
 	return b, res, nil
+}
+
+// errUnverifiedInstruction: the caller did not verify the account's payment
+// instructions at the vendor (a programming error, never data).
+var errUnverifiedInstruction = errors.New("create account: payment instructions not verified at the vendor")
+
+// verifiedInstructions checks that got is the account's payment
+// instructions, in order, each with the vendor's details.
+func verifiedInstructions(a *dataimport.Account, got []dataimport.PaymentInstruction) error {
+	if len(got) != len(a.PaymentInstructions) {
+		return fmt.Errorf("%w: %d given for %d", errUnverifiedInstruction, len(got), len(a.PaymentInstructions))
+	}
+	for i, p := range a.PaymentInstructions {
+		if !got[i].SameAs(p.Instruction()) || got[i].Details == (dataimport.PaymentDetails{}) {
+			return fmt.Errorf("%w: %s %s", errUnverifiedInstruction, p.Vendor, p.Reference)
+		}
+	}
+	return nil
 }
 
 // isConstraint reports whether err is a violation of the named constraint.

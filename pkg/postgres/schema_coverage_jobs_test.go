@@ -1,6 +1,6 @@
 package postgres_test
 
-// Coverage of migration 00014 (bulk import jobs), merged into
+// Coverage of migration 00015 (bulk import jobs), merged into
 // schemaCoverage. No column there is bounded by partner input: ids are
 // keys, counters and line numbers are counted by our code, and the lines'
 // text (external number, payload) is stored unbounded and validated by the

@@ -322,7 +322,7 @@ var schemaCoverage = map[string]coverage{
 // Example builders: each runs the validator the real request runs.
 
 // coverageRules are the worker's rules on the day of creationNow.
-var coverageRules = dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(creationNow)}
+var coverageRules = dataimport.AccountRules{PhoneRegion: "GB", Today: dataimport.DateOf(creationNow), PaymentVendors: []string{"STRIPE"}}
 
 func fieldErrors(err error) []dataimport.FieldError {
 	if err == nil {

@@ -123,10 +123,8 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, c *WebhookClaim, r Webho
 		return nil, fmt.Errorf("record webhook attempt: %w", err)
 	}
 	if r.Gone {
-		if _, err := db.sql.ExecContext(ctx, `UPDATE webhook_endpoints SET enabled = false, updated_at = now(),
-			disabled_reason = 'the receiver answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-			WHERE id = $1 AND enabled`, c.EndpointID); err != nil {
-			return nil, fmt.Errorf("record webhook attempt: disable endpoint %d: %w", c.EndpointID, err)
+		if err := db.disableGoneWebhook(ctx, c.EndpointID); err != nil {
+			return nil, fmt.Errorf("record webhook attempt: %w", err)
 		}
 	}
 	if state != "pending" {

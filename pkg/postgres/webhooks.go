@@ -155,6 +155,26 @@ func (db *DB) SetWebhookEnabled(ctx context.Context, id int64, enabled bool, rea
 	})
 }
 
+// disableGoneWebhook disables an endpoint whose receiver answered 410 Gone,
+// with an audit row under the context's actor (the worker's: system). An
+// endpoint disabled already (by an operator or an earlier 410) is left as
+// it is, without a row.
+func (db *DB) disableGoneWebhook(ctx context.Context, id int64) error {
+	return db.auditedWebhook(ctx, id, AuditWebhookDisable, func(tx *sql.Tx) (before, after any, err error) {
+		var reason string
+		err = tx.QueryRowContext(ctx, `UPDATE webhook_endpoints SET enabled = false, updated_at = now(),
+			disabled_reason = 'the receiver answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+			WHERE id = $1 AND enabled RETURNING disabled_reason`, id).Scan(&reason)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil, errNoChange
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"enabled": true, "disabled_reason": nil}, map[string]any{"enabled": false, "disabled_reason": reason}, nil
+	})
+}
+
 // RotateWebhookSecret replaces an endpoint's signing secret; attempts from
 // now on are signed with the new one.
 func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) error {
@@ -172,7 +192,8 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) 
 }
 
 // auditedWebhook runs fn on endpoint id in a transaction with the audit row
-// fn describes; sql.ErrNoRows from fn means the endpoint does not exist.
+// fn describes; sql.ErrNoRows from fn means the endpoint does not exist,
+// errNoChange that nothing changed (no row, no error).
 func (db *DB) auditedWebhook(ctx context.Context, id int64, action string, fn func(tx *sql.Tx) (before, after any, err error)) error {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
@@ -180,6 +201,9 @@ func (db *DB) auditedWebhook(ctx context.Context, id int64, action string, fn fu
 	}
 	defer func() { _ = tx.Rollback() }()
 	before, after, err := fn(tx)
+	if errors.Is(err, errNoChange) {
+		return nil
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return dataimport.Errorf(dataimport.CodeNotFound, "webhook endpoint %d does not exist", id)
 	}
@@ -401,4 +425,48 @@ func splitTypes(s string) []string {
 		return []string{}
 	}
 	return strings.Split(s, ",")
+}
+
+// WebhookHealthRow is an endpoint's health for the operator console.
+type WebhookHealthRow struct {
+	ID             int64
+	Organisation   string
+	URL            string
+	Enabled        bool
+	DisabledReason *string
+	// LastDelivery is when its newest delivered event arrived.
+	LastDelivery *time.Time
+	// Retrying counts deliveries still pending after at least one failed
+	// attempt; Failed those that gave up after the whole retry schedule.
+	Retrying, Failed int64
+}
+
+// WebhookHealth reads every endpoint's health. The counts come from the
+// deliveries not (yet) delivered, which stay few while receivers answer; the
+// newest delivery is read backwards along (endpoint_id, event_id).
+func (db *DB) WebhookHealth(ctx context.Context) ([]WebhookHealthRow, error) {
+	rows, err := db.sql.QueryContext(ctx, `
+		SELECT w.id, o.name, w.url, w.enabled, w.disabled_reason,
+		       (SELECT d.delivered_at FROM webhook_deliveries d
+		         WHERE d.endpoint_id = w.id AND d.state = 'delivered' ORDER BY d.event_id DESC LIMIT 1),
+		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.attempts > 0),
+		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'failed')
+		  FROM webhook_endpoints w JOIN organisations o ON o.id = w.organisation_id
+		 ORDER BY o.name, w.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook health: %w", err)
+	}
+	defer rows.Close()
+	var out []WebhookHealthRow
+	for rows.Next() {
+		var h WebhookHealthRow
+		if err := rows.Scan(&h.ID, &h.Organisation, &h.URL, &h.Enabled, &h.DisabledReason, &h.LastDelivery, &h.Retrying, &h.Failed); err != nil {
+			return nil, fmt.Errorf("read webhook health: %w", err)
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read webhook health: %w", err)
+	}
+	return out, nil
 }

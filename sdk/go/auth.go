@@ -145,9 +145,16 @@ func jwtExpiry(tok string) time.Time {
 	return time.Unix(claims.Exp, 0)
 }
 
+// maxRenewals bounds the token renewals of one request: a request that
+// waits out 429s longer than a token lives can find its token expired more
+// than once, but a token refused right after it was issued means the API
+// will not take it.
+const maxRenewals = 3
+
 // authDoer sends every request but the token's own with the access token,
-// and renews it (then sends the request once more) when the API answers
-// 401 token_expired or authentication_failed.
+// and renews it (then sends the request again, with the same
+// Idempotency-Key) when the API answers 401 token_expired or
+// authentication_failed, at most maxRenewals times.
 type authDoer struct {
 	next   *retryDoer
 	tokens *tokenSource
@@ -158,37 +165,34 @@ func (d *authDoer) Do(req *http.Request) (*http.Response, error) {
 		return d.next.Do(req)
 	}
 	ctx := req.Context()
-	tok, gen, err := d.tokens.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Token "+tok)
-	resp, err := d.next.Do(req)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized || req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
-		return resp, err
-	}
-	switch envelopeCode(resp) {
-	case "token_expired", "authentication_failed":
-	default:
-		return resp, nil
-	}
-	if err := d.tokens.renew(ctx, gen); err != nil {
+	for renewals := 0; ; renewals++ {
+		tok, gen, err := d.tokens.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		try := req
+		if renewals > 0 {
+			try = req.Clone(ctx)
+			if req.GetBody != nil {
+				if try.Body, err = req.GetBody(); err != nil {
+					return nil, fmt.Errorf("sdk: %w", err)
+				}
+			}
+		}
+		try.Header.Set("Authorization", "Token "+tok)
+		resp, err := d.next.Do(try)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized || renewals == maxRenewals ||
+			req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+			return resp, err
+		}
+		switch envelopeCode(resp) {
+		case "token_expired", "authentication_failed":
+		default:
+			return resp, nil
+		}
 		_ = resp.Body.Close()
-		return nil, err
-	}
-	retry := req.Clone(ctx)
-	if req.GetBody != nil {
-		if retry.Body, err = req.GetBody(); err != nil {
-			_ = resp.Body.Close()
-			return nil, fmt.Errorf("sdk: %w", err)
+		if err := d.tokens.renew(ctx, gen); err != nil {
+			return nil, err
 		}
 	}
-	tok, _, err = d.tokens.current(ctx)
-	if err != nil {
-		_ = resp.Body.Close()
-		return nil, err
-	}
-	_ = resp.Body.Close()
-	retry.Header.Set("Authorization", "Token "+tok)
-	return d.next.Do(retry)
 }

@@ -13,8 +13,13 @@ import (
 
 // APIError is an answer of 400 or more, decoded from the API's one error
 // envelope ({"detail", "code", "errors": [...]}). Code is stable; Detail is
-// for people. Body keeps the raw answer for the few errors that add fields
-// (account_already_imported, transaction_import_error, ...).
+// for people; Errors lists every field error, each with the path of the
+// input it is about (Attr). Body keeps the raw answer for the few errors
+// that add fields: read them with Decode.
+//
+// The transactions endpoint's error ({"status": "TRANSACTION_IMPORT_ERROR",
+// "error_detail": ...}) gives Code from status and Detail from
+// error_detail.
 type APIError struct {
 	StatusCode int
 	Code       string
@@ -38,6 +43,16 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
+// Decode reads the raw answer into v, for the fields some errors add to
+// the envelope: client.AccountAlreadyImportedError (the platform account
+// number), client.TransactionImportError (the transaction refused), ...
+func (e *APIError) Decode(v any) error {
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		return fmt.Errorf("sdk: decode %d %s answer: %w", e.StatusCode, e.Code, err)
+	}
+	return nil
+}
+
 // NewAPIError decodes an error answer. A body that is not the envelope
 // (a proxy's HTML page, say) still gives a code, "http_<status>".
 func NewAPIError(resp *http.Response, body []byte) *APIError {
@@ -46,11 +61,19 @@ func NewAPIError(resp *http.Response, body []byte) *APIError {
 		e.RetryAfter = d
 	}
 	var env struct {
-		Code   string              `json:"code"`
-		Detail string              `json:"detail"`
-		Errors []client.FieldError `json:"errors"`
+		Code        string              `json:"code"`
+		Detail      string              `json:"detail"`
+		Errors      []client.FieldError `json:"errors"`
+		Status      string              `json:"status"`
+		ErrorDetail string              `json:"error_detail"`
 	}
-	if err := json.Unmarshal(body, &env); err == nil && env.Code != "" {
+	if err := json.Unmarshal(body, &env); err == nil && env.Code == "" {
+		env.Code = env.Status // the transactions endpoint
+	}
+	if env.Detail == "" {
+		env.Detail = env.ErrorDetail
+	}
+	if env.Code != "" {
 		e.Code, e.Detail, e.Errors = env.Code, env.Detail, env.Errors
 	} else {
 		e.Code = "http_" + strconv.Itoa(resp.StatusCode)

@@ -7,11 +7,13 @@
 //   - authentication: the organisation API key is exchanged for an access
 //     token (GraphQL obtainToken), which is renewed with the refresh token
 //     when the API answers 401 token_expired or shortly before it expires;
-//   - retries of 429 and 500/502/503/504 answers and network errors,
-//     waiting Retry-After when the API sends one (go-retryablehttp);
+//   - retries of 500/502/503/504 answers and network errors, and waits on
+//     429 and 409 idempotency_key_in_use, after Retry-After when the API
+//     sends one, else an exponential backoff with jitter (Options);
 //   - an Idempotency-Key on every POST, the same on each of its retries, so
 //     a retry of a request whose answer was lost gets that answer instead
-//     of running it twice;
+//     of running it twice (a key set by the caller, e.g. through an
+//     operation's IdempotencyKey parameter, is kept);
 //   - errors as *APIError, decoded from the API's one error envelope.
 //
 // New gives a Client whose embedded ClientWithResponses calls any operation
@@ -25,10 +27,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/gridshift/dataimport/sdk/go/client"
 )
@@ -36,21 +37,48 @@ import (
 // Options tune a Client; the zero value is usable.
 type Options struct {
 	// HTTPClient sends the requests (its Transport and Timeout are used);
-	// nil: a pooled client with no overall timeout.
+	// nil: a pooled client with no overall timeout, sized by Concurrency
+	// and bounded by ResponseHeaderTimeout.
 	HTTPClient *http.Client
-	// RetryMax is how many times a request is retried after a retryable
-	// answer (429, 500, 502, 503, 504) or a network error; 0: 8; negative:
+	// Concurrency is how many requests the caller sends at once; the pool
+	// keeps that many idle connections to the API (plus two), so parallel
+	// workers do not open and close connections. 0: one per CPU. Ignored
+	// when HTTPClient is set.
+	Concurrency int
+	// ResponseHeaderTimeout bounds the wait for the headers of an answer to
+	// one try; a try that times out is retried like a network error. 0: no
+	// bound (the request's context still applies). Ignored when HTTPClient
+	// is set.
+	ResponseHeaderTimeout time.Duration
+	// RetryMax is how many times a request is retried after a failure (a
+	// 500, 502, 503 or 504 answer, or a network error); 0: 8; negative:
 	// never.
 	RetryMax int
-	// RetryWaitMin and RetryWaitMax bound the exponential backoff used when
-	// the API sends no Retry-After; 0: 250ms and 10s.
+	// WaitMax is how many times a request waits out an answer asking it to
+	// come back later (429, or 409 idempotency_key_in_use while its first
+	// try still runs) before that answer is returned; 0: RetryMax; negative:
+	// no limit, for batch jobs that would rather wait than fail (the
+	// request's context and GracefulStop still end the wait).
+	WaitMax int
+	// RetryWaitMin and RetryWaitMax bound the exponential backoff (with
+	// jitter) used when a failed answer has no Retry-After; 0: 250ms and
+	// 10s.
 	RetryWaitMin, RetryWaitMax time.Duration
 	// MaxRetryAfter caps one wait asked by Retry-After; 0: 5 minutes.
 	MaxRetryAfter time.Duration
-	// Logger gets a line per retry; nil: none.
+	// GracefulStop, when closed, ends the waits of requests the API has not
+	// run (429): they return an error wrapping ErrStopped instead of trying
+	// again. Requests sent, and the retries of their failures, go on until
+	// their context ends: a batch job closes GracefulStop on its first
+	// Ctrl-C (finish what is running, start nothing) and cancels the
+	// requests' context on the second.
+	GracefulStop <-chan struct{}
+	// Logger gets a line per retry (Info for failures, Debug for 429 and
+	// idempotency_key_in_use waits) with the method, path, status, wait
+	// and request ID; nil: none.
 	Logger *slog.Logger
-	// OnRetry, when set, is called before each retry with the answer's
-	// status (0 for a network error); for counters.
+	// OnRetry, when set, is called before each retry or wait with the
+	// answer's status (0 for a network error); for counters.
 	OnRetry func(status int)
 }
 
@@ -81,14 +109,15 @@ func New(baseURL, apiKey string, opts Options) (*Client, error) {
 	return &Client{ClientWithResponses: api, tokens: ts}, nil
 }
 
-// Token returns a valid access token, obtaining one when needed.
+// Token returns a valid access token, obtaining one when needed. When the
+// API refuses the API key, this and every call return an error wrapping
+// the refusal's *APIError (a 4xx): retrying will not help.
 func (c *Client) Token(ctx context.Context) (string, error) {
 	tok, _, err := c.tokens.current(ctx)
 	return tok, err
 }
 
-// graphQLPath is the token endpoint; it takes no token and no
-// Idempotency-Key (it is not an idempotent resource).
+// graphQLPath is the token endpoint; it takes no token.
 const graphQLPath = "/v1/graphql/"
 
 func isGraphQL(r *http.Request) bool {
@@ -97,47 +126,37 @@ func isGraphQL(r *http.Request) bool {
 
 // newRetryingDoer is the retrying HTTP layer shared by every call.
 func newRetryingDoer(o Options) *retryDoer {
-	rc := retryablehttp.NewClient()
-	if o.HTTPClient != nil {
-		rc.HTTPClient = o.HTTPClient
+	d := &retryDoer{hc: o.HTTPClient, maxFailures: o.RetryMax, maxWaits: o.WaitMax,
+		waitMin: 250 * time.Millisecond, waitMax: 10 * time.Second, maxAfter: 5 * time.Minute,
+		stop: o.GracefulStop, log: o.Logger, onRetry: o.OnRetry}
+	if d.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		conns := o.Concurrency
+		if conns <= 0 {
+			conns = runtime.GOMAXPROCS(0)
+		}
+		tr.MaxIdleConnsPerHost = conns + 2
+		tr.MaxIdleConns = max(tr.MaxIdleConns, conns+2)
+		tr.ResponseHeaderTimeout = o.ResponseHeaderTimeout
+		d.hc = &http.Client{Transport: tr}
 	}
 	switch {
 	case o.RetryMax == 0:
-		rc.RetryMax = 8
+		d.maxFailures = 8
 	case o.RetryMax < 0:
-		rc.RetryMax = 0
-	default:
-		rc.RetryMax = o.RetryMax
+		d.maxFailures = 0
 	}
-	rc.RetryWaitMin, rc.RetryWaitMax = 250*time.Millisecond, 10*time.Second
+	if o.WaitMax == 0 {
+		d.maxWaits = d.maxFailures
+	}
 	if o.RetryWaitMin > 0 {
-		rc.RetryWaitMin = o.RetryWaitMin
+		d.waitMin = o.RetryWaitMin
 	}
 	if o.RetryWaitMax > 0 {
-		rc.RetryWaitMax = o.RetryWaitMax
+		d.waitMax = o.RetryWaitMax
 	}
-	maxAfter := o.MaxRetryAfter
-	if maxAfter <= 0 {
-		maxAfter = 5 * time.Minute
+	if o.MaxRetryAfter > 0 {
+		d.maxAfter = o.MaxRetryAfter
 	}
-	rc.Logger = nil
-	if o.Logger != nil {
-		rc.Logger = o.Logger
-	}
-	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-		retry, err := checkRetry(ctx, resp, err)
-		if retry && o.OnRetry != nil {
-			status := 0
-			if resp != nil {
-				status = resp.StatusCode
-			}
-			o.OnRetry(status)
-		}
-		return retry, err
-	}
-	rc.Backoff = backoff(maxAfter)
-	// The final answer is handed back as it is (an *APIError is made from
-	// it by the caller), not replaced by "giving up after N attempts".
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	return &retryDoer{rc: rc}
+	return d
 }

@@ -78,6 +78,24 @@ func (e AccountSalesChannel) Valid() bool {
 	}
 }
 
+// Defines values for AccountPaymentInstructionType.
+const (
+	AccountPaymentInstructionTypeCARD        AccountPaymentInstructionType = "CARD"
+	AccountPaymentInstructionTypeDIRECTDEBIT AccountPaymentInstructionType = "DIRECT_DEBIT"
+)
+
+// Valid indicates whether the value is a known member of the AccountPaymentInstructionType enum.
+func (e AccountPaymentInstructionType) Valid() bool {
+	switch e {
+	case AccountPaymentInstructionTypeCARD:
+		return true
+	case AccountPaymentInstructionTypeDIRECTDEBIT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CustomerTitle.
 const (
 	Dr    CustomerTitle = "Dr"
@@ -281,16 +299,70 @@ func (e NoteResultStatus) Valid() bool {
 
 // Defines values for PaymentInstructionRequestType.
 const (
-	CARD        PaymentInstructionRequestType = "CARD"
-	DIRECTDEBIT PaymentInstructionRequestType = "DIRECT_DEBIT"
+	PaymentInstructionRequestTypeCARD        PaymentInstructionRequestType = "CARD"
+	PaymentInstructionRequestTypeDIRECTDEBIT PaymentInstructionRequestType = "DIRECT_DEBIT"
 )
 
 // Valid indicates whether the value is a known member of the PaymentInstructionRequestType enum.
 func (e PaymentInstructionRequestType) Valid() bool {
 	switch e {
-	case CARD:
+	case PaymentInstructionRequestTypeCARD:
 		return true
-	case DIRECTDEBIT:
+	case PaymentInstructionRequestTypeDIRECTDEBIT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentScheduleFrequency.
+const (
+	ANNUALLY    PaymentScheduleFrequency = "ANNUALLY"
+	FORTNIGHTLY PaymentScheduleFrequency = "FORTNIGHTLY"
+	FOURWEEKLY  PaymentScheduleFrequency = "FOUR_WEEKLY"
+	MONTHLY     PaymentScheduleFrequency = "MONTHLY"
+	QUARTERLY   PaymentScheduleFrequency = "QUARTERLY"
+	WEEKLY      PaymentScheduleFrequency = "WEEKLY"
+)
+
+// Valid indicates whether the value is a known member of the PaymentScheduleFrequency enum.
+func (e PaymentScheduleFrequency) Valid() bool {
+	switch e {
+	case ANNUALLY:
+		return true
+	case FORTNIGHTLY:
+		return true
+	case FOURWEEKLY:
+		return true
+	case MONTHLY:
+		return true
+	case QUARTERLY:
+		return true
+	case WEEKLY:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentScheduleMeans.
+const (
+	PaymentScheduleMeansBANKTRANSFER PaymentScheduleMeans = "BANK_TRANSFER"
+	PaymentScheduleMeansCARD         PaymentScheduleMeans = "CARD"
+	PaymentScheduleMeansCASHCHEQUE   PaymentScheduleMeans = "CASH_CHEQUE"
+	PaymentScheduleMeansDIRECTDEBIT  PaymentScheduleMeans = "DIRECT_DEBIT"
+)
+
+// Valid indicates whether the value is a known member of the PaymentScheduleMeans enum.
+func (e PaymentScheduleMeans) Valid() bool {
+	switch e {
+	case PaymentScheduleMeansBANKTRANSFER:
+		return true
+	case PaymentScheduleMeansCARD:
+		return true
+	case PaymentScheduleMeansCASHCHEQUE:
+		return true
+	case PaymentScheduleMeansDIRECTDEBIT:
 		return true
 	default:
 		return false
@@ -823,6 +895,12 @@ type Account struct {
 	// Notes Created with the account.
 	Notes *[]Note `json:"notes,omitempty"`
 
+	// PaymentInstructions The account's payment instruction (at most one: an account has one active instruction), with the rules of `POST /payment-instruction/create/`. The worker verifies it at the vendor before the creation transaction and stores it active with the vendor's details; a dry run verifies it too (read-only at the vendor) and writes nothing.
+	PaymentInstructions *[]AccountPaymentInstruction `json:"payment_instructions,omitempty"`
+
+	// PaymentSchedules How and how often the customer pays; created with the account.
+	PaymentSchedules *[]PaymentSchedule `json:"payment_schedules,omitempty"`
+
 	// References (namespace, value) pairs unique (`duplicate_references`).
 	References *[]struct {
 		Namespace string `json:"namespace"`
@@ -861,6 +939,21 @@ type AccountAlreadyImportedError struct {
 	// PlatformAccountNumber Examples: A-1F2E3D4C
 	PlatformAccountNumber PlatformAccountNumber `json:"platform_account_number"`
 }
+
+// AccountPaymentInstruction defines model for AccountPaymentInstruction.
+type AccountPaymentInstruction struct {
+	// Reference The instruction's reference at the vendor (a Stripe PaymentMethod `pm_…` for CARD, a mandate `mandate_…` for DIRECT_DEBIT).
+	Reference string                        `json:"reference"`
+	Type      AccountPaymentInstructionType `json:"type"`
+
+	// Vendor A configured vendor, spelled exactly (e.g. `STRIPE`).
+	//
+	// Examples: STRIPE
+	Vendor string `json:"vendor"`
+}
+
+// AccountPaymentInstructionType defines model for AccountPaymentInstruction.Type.
+type AccountPaymentInstructionType string
 
 // AccountStatus defines model for AccountStatus.
 type AccountStatus struct {
@@ -1440,6 +1533,23 @@ type PaymentInstructionResult struct {
 	PlatformAccountNumber PlatformAccountNumber `json:"platform_account_number"`
 	Reference             string                `json:"reference"`
 }
+
+// PaymentSchedule defines model for PaymentSchedule.
+type PaymentSchedule struct {
+	// Amount Greater than 0 (`amount_must_be_positive`), at most 14 digits before the point.
+	Amount    Money                    `json:"amount"`
+	Frequency PaymentScheduleFrequency `json:"frequency"`
+	Means     PaymentScheduleMeans     `json:"means"`
+
+	// StartDate The first collection date.
+	StartDate Date `json:"start_date"`
+}
+
+// PaymentScheduleFrequency defines model for PaymentSchedule.Frequency.
+type PaymentScheduleFrequency string
+
+// PaymentScheduleMeans defines model for PaymentSchedule.Means.
+type PaymentScheduleMeans string
 
 // PaymentVendorUnavailableError The vendor is failing persistently (circuit breaker open, or it refuses our credentials). Do not retry unchanged.
 type PaymentVendorUnavailableError struct {

@@ -936,6 +936,10 @@ export interface components {
             notes?: components["schemas"]["Note"][];
             /** @description Created with the account, inside its first open statement. */
             current_statement_transactions?: components["schemas"]["Transaction"][];
+            /** @description How and how often the customer pays; created with the account. */
+            payment_schedules?: components["schemas"]["PaymentSchedule"][];
+            /** @description The account's payment instruction (at most one: an account has one active instruction), with the rules of `POST /payment-instruction/create/`. The worker verifies it at the vendor before the creation transaction and stores it active with the vendor's details; a dry run verifies it too (read-only at the vendor) and writes nothing. */
+            payment_instructions?: components["schemas"]["AccountPaymentInstruction"][];
         };
         /** @description A customer may not be named "The Occupier" (`customer_may_not_be_named_the_occupier`). */
         Customer: {
@@ -1317,6 +1321,27 @@ export interface components {
             reading_date: components["schemas"]["Date"];
             reading_value: components["schemas"]["Decimal"];
             reading_type?: string;
+        };
+        PaymentSchedule: {
+            /** @enum {string} */
+            means: "DIRECT_DEBIT" | "CARD" | "BANK_TRANSFER" | "CASH_CHEQUE";
+            /** @description The first collection date. */
+            start_date: components["schemas"]["Date"];
+            /** @enum {string} */
+            frequency: "WEEKLY" | "FORTNIGHTLY" | "FOUR_WEEKLY" | "MONTHLY" | "QUARTERLY" | "ANNUALLY";
+            /** @description Greater than 0 (`amount_must_be_positive`), at most 14 digits before the point. */
+            amount: components["schemas"]["Money"];
+        };
+        AccountPaymentInstruction: {
+            /** @enum {string} */
+            type: "CARD" | "DIRECT_DEBIT";
+            /** @description The instruction's reference at the vendor (a Stripe PaymentMethod `pm_…` for CARD, a mandate `mandate_…` for DIRECT_DEBIT). */
+            reference: string;
+            /**
+             * @description A configured vendor, spelled exactly (e.g. `STRIPE`).
+             * @example STRIPE
+             */
+            vendor: string;
         };
         UnitRate: {
             rate_type: string;
@@ -1948,7 +1973,11 @@ export interface operations {
              *     but the database refused it (`data_refused`: correct it, do not retry unchanged); a dry run
              *     that would have succeeded (`dry_run_rolled_back`); or an attempt of the other kind (a dry run
              *     while a real creation runs, or the reverse) is in progress (`account_import_in_progress`: send
-             *     it again when that attempt has finished).
+             *     it again when that attempt has finished). A payment instruction of the account is verified at
+             *     its vendor before the account is written: the vendor does not know it
+             *     (`payment_instruction_not_found_at_vendor`), refuses it (`payment_instruction_rejected_by_vendor`)
+             *     or cannot be used now (`payment_vendor_unavailable`); the error names the instruction
+             *     (`payment_instructions.N.reference`) and nothing is written.
              */
             400: {
                 headers: {
@@ -1959,7 +1988,7 @@ export interface operations {
                 content: {
                     "application/json": (components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "invalid_idempotency_key" | "invalid_payload" | "parse_error" | "import_supplier_not_found" | "import_supplier_migration_not_ongoing" | "import_process_does_not_exist" | "account_marked_skipped" | "operations_team_name_does_not_exist" | "account_failed_validation" | "dry_run_rolled_back" | "account_import_in_progress" | "data_refused";
+                        code?: "invalid_idempotency_key" | "invalid_payload" | "parse_error" | "import_supplier_not_found" | "import_supplier_migration_not_ongoing" | "import_process_does_not_exist" | "account_marked_skipped" | "operations_team_name_does_not_exist" | "account_failed_validation" | "dry_run_rolled_back" | "account_import_in_progress" | "data_refused" | "payment_instruction_not_found_at_vendor" | "payment_instruction_rejected_by_vendor" | "payment_vendor_unavailable";
                     }) | components["schemas"]["AccountAlreadyImportedError"];
                 };
             };
