@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
@@ -339,5 +340,35 @@ func TestJobScheduleWindow(t *testing.T) {
 	checkCounters(t, v, map[string]int64{"received": 20, "created": 20})
 	if early := p.count(`SELECT count(*) FROM import_attempts WHERE outcome = 'COMPLETED' AND finished_at < ?`, opens); early != 0 {
 		t.Fatalf("%d accounts created before the window opened", early)
+	}
+}
+
+// TestJobPaymentInstructions: job lines carry payment instructions as the
+// per-account path does: validated with the configured vendors when
+// received (an unknown vendor is an invalid line), verified at the vendor
+// before the creation transaction (a reference the vendor does not know
+// fails that line alone), stored with the vendor's details.
+func TestJobPaymentInstructions(t *testing.T) {
+	s := newPayStack(t)
+	paypal := s.edited("EXT-P4", func(m map[string]any) {
+		withPaymentData("x")(m)
+		m["payment_instructions"].([]any)[0].(map[string]any)["vendor"] = "PAYPAL"
+	})
+	body := strings.Join([]string{s.edited("EXT-P1", withPaymentData("mandate_missing")), s.edited("EXT-P2", withPaymentData("mandate_1NvDebit")),
+		s.jobAccountLine("EXT-P3"), paypal}, "\n") + "\n"
+	s.proxy.FailNext(1, testutil.StripeMissing) // the first vendor call: EXT-P1's, line order
+	id := acceptedJob(t, s.postJob(s.token, jobQuery, strings.NewReader(body), false))
+	v := s.waitJob(s.token, id, time.Minute)
+	checkCounters(t, v, map[string]int64{"received": 4, "created": 2, "failed": 1, "invalid": 1})
+	failed := s.jobResults(s.token, id, "failed")
+	if len(failed) != 2 || failed[0].ExternalAccountNumber != "EXT-P1" || failed[0].Code != dataimport.CodePaymentInstructionNotFound ||
+		failed[1].ExternalAccountNumber != "EXT-P4" || failed[1].Errors[0].Attr != "payment_instructions.0.vendor" {
+		t.Fatalf("failed lines: %+v", failed)
+	}
+	if got := s.rows("EXT-P2"); got["instructions"] != 1 || got["payment_schedules"] != 2 {
+		t.Fatalf("EXT-P2 rows %v", got)
+	}
+	if n := s.count(`SELECT count(*) FROM accounts WHERE external_account_number = 'EXT-P1'`); n != 0 {
+		t.Fatal("the refused account was created")
 	}
 }
