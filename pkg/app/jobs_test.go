@@ -235,6 +235,11 @@ func TestJobCountersAddUp(t *testing.T) {
 		`SELECT count(*) FROM import_process_versions`:                                     4930 + 20,
 		`SELECT count(*) FROM import_processes WHERE staged_version = 2`:                   20,
 		`SELECT count(*) FROM import_processes WHERE external_account_number LIKE 'BAD-%'`: 0,
+		// Reported through the event log (the outbox of webhooks and the
+		// feed) as the per-account path reports: one STAGED per staged
+		// version, one PROCESSED per account.
+		`SELECT count(*) FROM import_process_events WHERE event = 'EVENT_ACCOUNT_IMPORT_PROCESS_STAGED'`:    4930 + 20,
+		`SELECT count(*) FROM import_process_events WHERE event = 'EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED'`: 4930,
 	}
 	for q, want := range checks {
 		if got := p.count(q); got != want {
