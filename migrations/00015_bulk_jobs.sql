@@ -21,6 +21,9 @@ CREATE TABLE import_jobs (
     idempotency_key      text,
     request_query        text NOT NULL DEFAULT '',
     body_bytes           bigint NOT NULL DEFAULT 0,
+    -- SHA-256 of the received NDJSON (after gzip): a retry with the same
+    -- Idempotency-Key and another body is refused, not replayed.
+    body_sha256          bytea,
     error                jsonb,
     -- Counters: every line is in exactly one outcome, so these add up to
     -- n_received once the body is in. Each is changed in the statement that

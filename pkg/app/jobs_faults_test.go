@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -148,6 +150,33 @@ func TestJobUploadAPIKilledRetried(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("second retry: %d %v", resp.StatusCode, resp.Header)
+	}
+	// The same key with another body is refused, not replayed; the same
+	// NDJSON sent gzipped is the same upload.
+	resp, err = upload(strings.NewReader(strings.Join(lines[:299], "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(reused), `"idempotency_key_reused"`) {
+		t.Fatalf("same key, another body: %d %s", resp.StatusCode, reused)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = io.WriteString(zw, body)
+	must(t, zw.Close())
+	req, _ := http.NewRequest(http.MethodPost, base+jobsURL+"?"+jobQuery, &gz)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Authorization", "Token "+p.token)
+	req.Header.Set("Idempotency-Key", "upload-1")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("same body gzipped: %d %v", resp.StatusCode, resp.Header)
 	}
 	if n := p.count(`SELECT count(*) FROM import_jobs`); n != 1 {
 		t.Fatalf("%d jobs after retries, want 1", n)

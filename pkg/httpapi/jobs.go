@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,7 @@ import (
 type JobStore interface {
 	CreateJob(ctx context.Context, in postgres.NewJob, staleAfter time.Duration) (dataimport.Job, *postgres.IdempotentJob, error)
 	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (bool, error)
-	ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
+	ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
 	FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error
 	Job(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
 	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
@@ -136,9 +137,10 @@ func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 // postJob serves POST /jobs/: 202 {id, status_url} once the whole body is
 // durably stored. With Idempotency-Key, a retry gets the same job: replayed
 // once received; taken over (and received again) when the first upload died
-// mid-body; 409 while that upload is still alive; 422 with other options.
-// The key covers the method, path and query, not the body, which is never
-// held in memory to be hashed: a partner retries the same file.
+// mid-body; 409 while that upload is still alive; 422 with other options or
+// another body. The body is never held in memory: its SHA-256 (of the NDJSON,
+// after gzip) is computed as it streams in and kept with the job, and a
+// retry of a received job is read through once to compare digests.
 func (s *Server) postJob(c *gin.Context) {
 	ctx := c.Request.Context()
 	r := c.Request
@@ -209,6 +211,16 @@ func (s *Server) postJob(c *gin.Context) {
 				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
 			return
 		case existing.Job.State != dataimport.JobReceiving:
+			sum, err := s.bodyDigest(c)
+			if err != nil {
+				renderError(c, err)
+				return
+			}
+			if !bytes.Equal(sum, existing.BodySHA256) {
+				renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+					"This Idempotency-Key was used with another body; use a new key for a new upload."))
+				return
+			}
 			c.Header(HeaderIdempotentReplayed, "true")
 			s.jobAccepted(c, existing.Job.ID)
 			return
@@ -232,22 +244,53 @@ func (s *Server) postJob(c *gin.Context) {
 	s.receiveJob(c, job, sup, mkt, key != "")
 }
 
+// jobBody is an upload's body as sent (counted) and as NDJSON (gunzipped
+// when sent with gzip, bounded by MAX_JOB_BYTES either way).
+func (s *Server) jobBody(c *gin.Context) (raw *countingReader, body io.Reader, closeBody func(), err *dataimport.Error) {
+	max := s.maxJobBytes()
+	raw = &countingReader{r: http.MaxBytesReader(c.Writer, c.Request.Body, max)}
+	if !strings.EqualFold(strings.TrimSpace(c.Request.Header.Get("Content-Encoding")), "gzip") {
+		return raw, raw, func() {}, nil
+	}
+	gz, gzErr := gzip.NewReader(raw)
+	if gzErr != nil {
+		return nil, nil, nil, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip.")
+	}
+	// A small compressed body may not expand past the limit either.
+	return raw, &limitReader{r: gz, left: max, max: max}, func() { _ = gz.Close() }, nil
+}
+
+// bodyDigest reads a retried upload through and returns its SHA-256, the
+// digest receiveJob keeps with a job.
+func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
+	_, body, closeBody, bad := s.jobBody(c)
+	if bad != nil {
+		return nil, bad
+	}
+	defer closeBody()
+	h := sha256.New()
+	if _, err := io.Copy(h, body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(s.maxJobBytes())
+		}
+		return nil, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip.")
+	}
+	return h.Sum(nil), nil
+}
+
 // receiveJob streams the body into the job and answers.
 func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.Supplier, mkt dataimport.Market, keyed bool) {
 	ctx := c.Request.Context()
 	max := s.maxJobBytes()
-	raw := &countingReader{r: http.MaxBytesReader(c.Writer, c.Request.Body, max)}
-	var body io.Reader = raw
-	if strings.EqualFold(strings.TrimSpace(c.Request.Header.Get("Content-Encoding")), "gzip") {
-		gz, err := gzip.NewReader(raw)
-		if err != nil {
-			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip."))
-			return
-		}
-		defer gz.Close()
-		// A small compressed body may not expand past the limit either.
-		body = &limitReader{r: gz, left: max, max: max}
+	raw, plain, closeBody, bad := s.jobBody(c)
+	if bad != nil {
+		s.uploadFailed(c, job.ID, bad)
+		return
 	}
+	defer closeBody()
+	digest := sha256.New()
+	body := io.TeeReader(plain, digest)
 	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
 	if lineMax <= 0 {
 		lineMax = 5 << 20
@@ -257,7 +300,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 	if s.deps.Vendors != nil {
 		rules.PaymentVendors = s.deps.Vendors.Names() // as the stage endpoint
 	}
-	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, raw.count, func(emit func(postgres.JobLine) error) error {
+	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
 		rd := bufio.NewReaderSize(body, 64<<10)
 		for n := 1; ; n++ {
 			line, tooLong, err := readLine(rd, lineMax)

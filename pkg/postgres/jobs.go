@@ -86,6 +86,8 @@ type IdempotentJob struct {
 	Job   dataimport.Job
 	Query string
 	Stale bool // RECEIVING and its upload's heartbeat stopped: a retry may take it over
+	// BodySHA256 is the digest of the body it received (nil until received).
+	BodySHA256 []byte
 }
 
 // CreateJob inserts a job in RECEIVING. With an idempotency key that
@@ -112,9 +114,9 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 		return dataimport.Job{}, nil, fmt.Errorf("create job: %w", err)
 	}
 	var ex IdempotentJob
-	err = db.sql.QueryRowContext(ctx, `SELECT id, request_query, (state = 'RECEIVING' AND heartbeat_at < now() - $3::interval)
+	err = db.sql.QueryRowContext(ctx, `SELECT id, request_query, (state = 'RECEIVING' AND heartbeat_at < now() - $3::interval), body_sha256
 		  FROM import_jobs WHERE organisation_id = $1 AND idempotency_key = $2`, in.OrganisationID, in.IdempotencyKey, staleAfter.String()).
-		Scan(&id, &ex.Query, &ex.Stale)
+		Scan(&id, &ex.Query, &ex.Stale, &ex.BodySHA256)
 	if err != nil {
 		return dataimport.Job{}, nil, fmt.Errorf("create job: existing job for the idempotency key: %w", err)
 	}
@@ -160,7 +162,7 @@ const jobCopyBatch = 2000
 // anything fails, or the process dies, the transaction rolls back and the
 // job holds no line (the job stays RECEIVING until a retry takes it over or
 // the reaper fails it).
-func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
+func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return dataimport.JobCounters{}, fmt.Errorf("receive job: %w", err)
@@ -261,8 +263,9 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int6
 		counters.DuplicateLine = tag.RowsAffected()
 		counters.Pending -= counters.DuplicateLine
 		tag, err = tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
-			body_bytes = $2, n_received = $3, n_pending = $4, n_invalid = $5, n_duplicate_line = $6
-			WHERE id = $1 AND state = 'RECEIVING'`, jobID, bodyBytes(), counters.Received, counters.Pending, counters.Invalid, counters.DuplicateLine)
+			body_bytes = $2, n_received = $3, n_pending = $4, n_invalid = $5, n_duplicate_line = $6, body_sha256 = $7
+			WHERE id = $1 AND state = 'RECEIVING'`, jobID, bodyBytes(), counters.Received, counters.Pending, counters.Invalid, counters.DuplicateLine,
+			bodySHA256())
 		if err != nil {
 			txErr = fmt.Errorf("receive job: %w", err)
 			return nil

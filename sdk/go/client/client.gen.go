@@ -3178,7 +3178,7 @@ type ClientInterface interface {
 	//
 	// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
 	//
-	// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+	// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3764,7 +3764,7 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 //
 // The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
 //
-// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6317,7 +6317,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
 	//
-	// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+	// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11985,7 +11985,7 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 //
 // The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
 //
-// `Idempotency-Key` is honoured for the method, path and query (the body is never held in memory to be hashed: send the same file again): a retry of a received upload gets the same job (202, `Idempotent-Replayed: true`); a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
