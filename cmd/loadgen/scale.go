@@ -74,6 +74,50 @@ type scaleResult struct {
 	PgClients           int            `json:"pgbench_clients"`
 	Ceiling             pgbenchResult  `json:"ceiling"`
 	Samples             []scaleSample  `json:"samples"`
+	// TenthRates are accounts/s over each tenth of the accounts, in order
+	// (does the cost stay flat as the tables grow?).
+	TenthRates []float64 `json:"tenth_rates"`
+}
+
+// tenthRates splits the run by accounts finished into tenths and returns
+// each tenth's accounts/s, timed from the first finished account (the
+// upload before it is not creation). Tenths the samples cannot place are 0.
+func tenthRates(samples []scaleSample, n int) []float64 {
+	if n <= 0 || len(samples) == 0 {
+		return nil
+	}
+	// at(k) is when the k-th account had finished (linear within a second).
+	at := func(k float64) (float64, bool) {
+		prevT, prevD := 0.0, 0.0
+		for _, s := range samples {
+			d := float64(s.Done)
+			if d >= k {
+				if d == prevD {
+					return s.T, true
+				}
+				return prevT + (s.T-prevT)*(k-prevD)/(d-prevD), true
+			}
+			prevT, prevD = s.T, d
+		}
+		return 0, false
+	}
+	start, ok := at(1)
+	if !ok {
+		return nil
+	}
+	out := make([]float64, 10)
+	from := start
+	for i := 1; i <= 10; i++ {
+		to, ok := at(float64(n) * float64(i) / 10)
+		if !ok {
+			break
+		}
+		if to > from {
+			out[i-1] = float64(n) / 10 / (to - from)
+		}
+		from = to
+	}
+	return out
 }
 
 func scaleCmd() *cobra.Command {
@@ -96,7 +140,7 @@ func scaleCmd() *cobra.Command {
 	f.StringVar(&cfg.Team, "team", "Migrations", "operations team")
 	f.StringVar(&cfg.Prefix, "prefix", "SC-", "external account number prefix")
 	f.IntVar(&cfg.Accounts, "accounts", 1500000, "accounts in the job")
-	f.IntVar(&cfg.StatusRate, "status-rate", 50, "status reads per second (job and account status, alternately) throughout")
+	f.IntVar(&cfg.StatusRate, "status-rate", 200, "status reads per second (job and account status, alternately) throughout")
 	f.StringVar(&cfg.DBURL, "database-url", os.Getenv("DATABASE_URL"), "the service's database (disk size, pgbench)")
 	f.StringVar(&cfg.Out, "out", "results", "report folder")
 	f.IntVar(&cfg.APIPID, "api-pid", 0, "pid of the api process (RSS sampling)")
@@ -335,6 +379,7 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 		res.Samples = append(res.Samples, smp)
 	}
 
+	res.TenthRates = tenthRates(res.Samples, cfg.Accounts)
 	if cfg.PgSeconds > 0 {
 		payload := mustJSON(realisticAccount(cfg.Supplier, "PGB", 0))
 		s, err := preparePgbench(ctx, cfg.DBURL, cfg.Supplier, payload)
@@ -373,6 +418,14 @@ func writeScale(res *scaleResult, dir string) error {
 	fmt.Fprintf(&b, "| accounts/s, end to end | **%.1f** |\n", res.AccountsPerSecond)
 	fmt.Fprintf(&b, "| pgbench per-account ceiling (same writes, %d clients) | %.1f accounts/s |\n", res.PgClients, res.Ceiling.AccountTPS)
 	fmt.Fprintf(&b, "| ratio to the ceiling | **%.2f** |\n", ratio)
+	if len(res.TenthRates) == 10 && res.TenthRates[0] > 0 {
+		tenths := make([]string, 10)
+		for i, r := range res.TenthRates {
+			tenths[i] = fmt.Sprintf("%.0f", r)
+		}
+		fmt.Fprintf(&b, "| accounts/s by tenth of the accounts | %s |\n", strings.Join(tenths, ", "))
+		fmt.Fprintf(&b, "| last tenth ÷ first tenth (goal ≥ 0.85) | **%.2f** |\n", res.TenthRates[9]/res.TenthRates[0])
+	}
 	fmt.Fprintf(&b, "| status reads | %d, p50 %.1f ms, **p99 %.1f ms**, max %.1f ms, %d errors |\n", res.StatusReads, res.StatusP50, res.StatusP99, res.StatusMax, res.StatusErrs)
 	fmt.Fprintf(&b, "| disk per account (database growth ÷ accounts, after CHECKPOINT) | %.1f KB |\n", res.DiskBytesPerAccount/1024)
 	fmt.Fprintf(&b, "| API peak RSS | %.1f MB |\n", float64(res.APIPeakKB)/1024)
