@@ -329,16 +329,9 @@ func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands [
 		}
 		acc, err := revalidate(ctx, h.Store, h.Vendors, lp, now)
 		if err != nil {
-			e, ok := dataimport.AsError(err)
-			if !ok && !errors.Is(err, errUnknownMarket) {
-				return err
-			}
-			if ok {
-				v := *e
-				v.Domain = dataimport.DomainValidation
-				e = &v
-			} else {
-				e = errInternal
+			e, retry := revalidationFailure(err)
+			if retry != nil {
+				return retry
 			}
 			if err := h.Store.FinishAttempt(ctx, c.ProcessID, c.Attempt, postgres.OutcomeFailed, e); err != nil {
 				return err

@@ -120,16 +120,9 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 	// region, market or catalogue may have changed since it was staged.
 	acc, err := h.revalidate(ctx, lp, now)
 	if err != nil {
-		e, ok := dataimport.AsError(err)
-		if !ok && !errors.Is(err, errUnknownMarket) {
-			return "", supplier, err // the catalogue could not be read: retry
-		}
-		if ok {
-			v := *e
-			v.Domain = dataimport.DomainValidation
-			e = &v
-		} else {
-			e = errInternal
+		e, retry := revalidationFailure(err)
+		if retry != nil {
+			return "", supplier, retry // the catalogue could not be read: retry
 		}
 		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeFailed, e); err != nil {
 			return "", supplier, err
@@ -311,6 +304,24 @@ var errUnknownMarket = errors.New("unknown market")
 // with the supplier's phone region and market, then the catalogue check.
 func (h *CreateAccountHandler) revalidate(ctx context.Context, lp postgres.LoadedProcess, now time.Time) (*dataimport.Account, error) {
 	return revalidate(ctx, h.Store, h.Vendors, lp, now)
+}
+
+// revalidationFailure sorts an error of revalidate: the attempt's error
+// (domain validation; an unknown market is an internal error) when the
+// staged data fails, else retry, the error to retry the job with (the
+// catalogue could not be read).
+func revalidationFailure(err error) (attempt *dataimport.Error, retry error) {
+	e, ok := dataimport.AsError(err)
+	switch {
+	case ok:
+		v := *e
+		v.Domain = dataimport.DomainValidation
+		return &v, nil
+	case errors.Is(err, errUnknownMarket):
+		return errInternal, nil
+	default:
+		return nil, err
+	}
 }
 
 // Catalogue checks an account against the product catalogue.

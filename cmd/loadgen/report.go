@@ -106,12 +106,17 @@ func (r *report) chart(path string) error {
 	lat.Add(bc)
 	lat.NominalX(labels...)
 
-	img := vgimg.New(vg.Points(900), vg.Points(350))
+	return writeSideBySide(path, 900, done, lat)
+}
+
+// writeSideBySide draws two plots side by side, width points wide, as PNG.
+func writeSideBySide(path string, width vg.Length, left, right *plot.Plot) error {
+	img := vgimg.New(vg.Points(float64(width)), vg.Points(350))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadY: vg.Points(10), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
-	canvases := plot.Align([][]*plot.Plot{{done, lat}}, tiles, dc)
-	done.Draw(canvases[0][0])
-	lat.Draw(canvases[0][1])
+	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
+	left.Draw(canvases[0][0])
+	right.Draw(canvases[0][1])
 	f, err := os.Create(path)
 	if err != nil {
 		return err

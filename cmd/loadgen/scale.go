@@ -20,9 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // loadgen scale (`make bench-scale`): BENCH_ACCOUNTS accounts through one
@@ -470,17 +467,5 @@ func scaleChart(res *scaleResult, path string) error {
 		l.Color = x.c
 		x.p.Add(l)
 	}
-	img := vgimg.New(vg.Points(1000), vg.Points(350))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadY: vg.Points(10), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
-	canvases := plot.Align([][]*plot.Plot{{rate, p99}}, tiles, dc)
-	rate.Draw(canvases[0][0])
-	p99.Draw(canvases[0][1])
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
-	return err
+	return writeSideBySide(path, 1000, rate, p99)
 }
