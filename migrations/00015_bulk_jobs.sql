@@ -77,6 +77,10 @@ CREATE TABLE import_job_records (
 -- The worker's queues: lines still to stage, lines to create, lines being created.
 CREATE INDEX import_job_records_todo_idx ON import_job_records (job_id, line) WHERE outcome IN ('pending', 'staged', 'in_progress') OR (outcome = 'duplicate_line' AND staged_version IS NULL);
 CREATE INDEX import_job_records_external_idx ON import_job_records (job_id, external_account_number);
+-- Lines being created, read every round (in flight after a crash, outcomes
+-- to settle, cancel) with no cursor: their own index, so those reads cost
+-- the lines in flight, not every line still to do.
+CREATE INDEX import_job_records_in_progress_idx ON import_job_records (job_id, line) WHERE outcome = 'in_progress';
 
 -- +goose Down
 DROP TABLE import_job_records;
