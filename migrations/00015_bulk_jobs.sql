@@ -81,6 +81,10 @@ CREATE INDEX import_job_records_external_idx ON import_job_records (job_id, exte
 -- to settle, cancel) with no cursor: their own index, so those reads cost
 -- the lines in flight, not every line still to do.
 CREATE INDEX import_job_records_in_progress_idx ON import_job_records (job_id, line) WHERE outcome = 'in_progress';
+-- Staged lines waiting for creation, read after a cursor in line order: on
+-- the todo index the planner filters every line still to do (280 ms at
+-- 200,000 lines; 0.1 ms on this one).
+CREATE INDEX import_job_records_to_start_idx ON import_job_records (job_id, line) WHERE outcome = 'staged' AND attempt IS NULL;
 
 -- +goose Down
 DROP TABLE import_job_records;
