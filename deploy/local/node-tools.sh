@@ -7,7 +7,13 @@ set -euo pipefail
 dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/node"
 stamp="$dir/node_modules/.package-lock.json"
 if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
-  command -v npm >/dev/null || { echo "node-tools: npm is required (Node.js 20 or later)" >&2; exit 1; }
+  if ! command -v npm >/dev/null; then
+    # A fresh machine: the distribution's Node.js and npm, as services.sh does for the servers.
+    echo "node-tools: installing Debian packages: nodejs npm" >&2
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >&2
+  fi
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
 echo "$dir/node_modules/.bin"
