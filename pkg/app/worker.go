@@ -70,6 +70,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
 	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Vendors: create.Vendors, Log: log, Now: time.Now, Lease: cfg.JobLease}
+	w.Registry.MustRegister(&jobs.BulkJobCollector{Store: db, Log: log})
 	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, BulkJob: bulk, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,

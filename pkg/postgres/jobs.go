@@ -1198,3 +1198,43 @@ func (db *DB) ConsoleJobs(ctx context.Context, limit int) ([]JobProgress, error)
 	}
 	return out, rows.Err()
 }
+
+// JobGauges is what the worker's /metrics shows of bulk jobs: jobs by
+// state, and the lines of the unfinished ones by outcome.
+type JobGauges struct {
+	Jobs  map[dataimport.JobState]int64
+	Lines map[string]int64
+}
+
+// ReadJobGauges reads JobGauges: a count over the job rows and one sum over
+// the unfinished ones (import_jobs_unfinished_idx), never over their lines.
+func (db *DB) ReadJobGauges(ctx context.Context) (JobGauges, error) {
+	g := JobGauges{Jobs: map[dataimport.JobState]int64{}, Lines: map[string]int64{}}
+	rows, err := db.sql.QueryContext(ctx, `SELECT state, count(*) FROM import_jobs GROUP BY state`)
+	if err != nil {
+		return g, fmt.Errorf("job gauges: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return g, fmt.Errorf("job gauges: %w", err)
+		}
+		g.Jobs[dataimport.JobState(s)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return g, fmt.Errorf("job gauges: %w", err)
+	}
+	var pending, invalid, dup, staged, inProgress, created, already, failed, cancelled int64
+	if err := db.sql.QueryRowContext(ctx, `SELECT coalesce(sum(n_pending), 0), coalesce(sum(n_invalid), 0), coalesce(sum(n_duplicate_line), 0),
+		coalesce(sum(n_staged), 0), coalesce(sum(n_in_progress), 0), coalesce(sum(n_created), 0), coalesce(sum(n_already_imported), 0),
+		coalesce(sum(n_failed), 0), coalesce(sum(n_cancelled), 0)
+		  FROM import_jobs WHERE state IN ('RECEIVING', 'PROCESSING')`).
+		Scan(&pending, &invalid, &dup, &staged, &inProgress, &created, &already, &failed, &cancelled); err != nil {
+		return g, fmt.Errorf("job gauges: %w", err)
+	}
+	g.Lines = map[string]int64{"pending": pending, "invalid": invalid, "duplicate_line": dup, "staged": staged,
+		"in_progress": inProgress, "created": created, "already_imported": already, "failed": failed, "cancelled": cancelled}
+	return g, nil
+}
