@@ -110,6 +110,20 @@ func (it item) String() string {
 
 func (a attr) String() string { return joinPath(a.item.String(), a.name) }
 
+// unique refuses value at a when an earlier item used it (seen maps each
+// value to the attr of its first use); detail formats the value (%q) and
+// that first attr (%s). Empty values are left to the required check.
+func (c *collector) unique(a attr, value string, seen map[string]attr, code, detail string) {
+	if value == "" {
+		return
+	}
+	if first, dup := seen[value]; dup {
+		c.addAt(a, code, fmt.Sprintf(detail, value, first))
+		return
+	}
+	seen[value] = a
+}
+
 // addAt is add for a lazily built path.
 func (c *collector) addAt(a attr, code, detail string) {
 	if c.full() {

@@ -41,7 +41,7 @@ const (
 // validateMeterData checks a meter point's settlement data and meters.
 // serials is shared across the account (serial numbers are unique within
 // it).
-func validateMeterData(c *collector, mp *MeterPoint, it item, serials map[string]string, opts AccountRules) {
+func validateMeterData(c *collector, mp *MeterPoint, it item, serials map[string]attr, opts AccountRules) {
 	if mp.ProfileClass != nil && (*mp.ProfileClass < 0 || *mp.ProfileClass > maxProfileClass) {
 		c.addAt(it.field("profile_class"), CodeInvalidProfileClass, fmt.Sprintf("profile_class must be from 0 to %d.", maxProfileClass))
 	}
@@ -61,16 +61,10 @@ func validateMeterData(c *collector, mp *MeterPoint, it item, serials map[string
 	}
 }
 
-func validateMeter(c *collector, mp *MeterPoint, m *Meter, it item, serials map[string]string, today Date) {
+func validateMeter(c *collector, mp *MeterPoint, m *Meter, it item, serials map[string]attr, today Date) {
 	serial := it.field("serial_number")
 	c.requiredString(serial, m.SerialNumber, defaultMaxLength)
-	if m.SerialNumber != "" {
-		if first, dup := serials[m.SerialNumber]; dup {
-			c.addAt(serial, CodeDuplicateMeterSerialNumber, fmt.Sprintf("Meter serial number %q is already used by %s.", m.SerialNumber, first))
-		} else {
-			serials[m.SerialNumber] = serial.String()
-		}
-	}
+	c.unique(serial, m.SerialNumber, serials, CodeDuplicateMeterSerialNumber, "Meter serial number %q is already used by %s.")
 	digits := make(map[string]int, len(m.Registers))
 	regs := it.field("registers").String()
 	for r := range m.Registers {

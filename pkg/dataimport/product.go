@@ -72,8 +72,8 @@ func DecodeProducts(body []byte) (*ProductsRequest, error) {
 // Validate applies every product rule, collecting all errors.
 func (r *ProductsRequest) Validate() []FieldError {
 	c := &collector{}
-	products := map[string]string{}
-	tariffs := map[string]string{}
+	products := map[string]attr{}
+	tariffs := map[string]attr{}
 	for i := range r.Products {
 		if c.full() {
 			break
@@ -83,16 +83,10 @@ func (r *ProductsRequest) Validate() []FieldError {
 	return c.list()
 }
 
-func validateProduct(c *collector, p *Product, it item, products, tariffs map[string]string) {
+func validateProduct(c *collector, p *Product, it item, products, tariffs map[string]attr) {
 	code := it.field("code")
 	c.requiredString(code, p.Code, maxProductCode)
-	if p.Code != "" {
-		if first, dup := products[p.Code]; dup {
-			c.addAt(code, CodeDuplicateProductCode, fmt.Sprintf("Product %q is already given by %s.", p.Code, first))
-		} else {
-			products[p.Code] = code.String()
-		}
-	}
+	c.unique(code, p.Code, products, CodeDuplicateProductCode, "Product %q is already given by %s.")
 	c.requiredString(it.field("full_name"), p.FullName, defaultMaxLength)
 	c.requiredString(it.field("display_name"), p.DisplayName, defaultMaxLength)
 	if p.AvailableTo != nil && !p.AvailableFrom.IsZero() && p.AvailableTo.Before(p.AvailableFrom) {
@@ -110,16 +104,10 @@ func validateProduct(c *collector, p *Product, it item, products, tariffs map[st
 	}
 }
 
-func validateTariff(c *collector, t *Tariff, it item, tariffs map[string]string) {
+func validateTariff(c *collector, t *Tariff, it item, tariffs map[string]attr) {
 	code := it.field("tariff_code")
 	c.requiredString(code, t.TariffCode, maxProductCode)
-	if t.TariffCode != "" {
-		if first, dup := tariffs[t.TariffCode]; dup {
-			c.addAt(code, CodeDuplicateTariffCode, fmt.Sprintf("Tariff %q is already given by %s.", t.TariffCode, first))
-		} else {
-			tariffs[t.TariffCode] = code.String()
-		}
-	}
+	c.unique(code, t.TariffCode, tariffs, CodeDuplicateTariffCode, "Tariff %q is already given by %s.")
 	choice(c, it.field("fuel"), t.Fuel, Fuels)
 	c.maxLength(it.field("region"), t.Region, maxProductCode)
 	c.maxLength(it.field("payment_method"), t.PaymentMethod, maxProductCode)

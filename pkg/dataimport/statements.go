@@ -41,13 +41,7 @@ func (r *StatementsRequest) Validate(today Date) []FieldError {
 		it := itemOf("statements", i)
 		id := it.field("statement_id")
 		c.requiredString(id, s.StatementID, defaultMaxLength)
-		if s.StatementID != "" {
-			if first, dup := firstUse[s.StatementID]; dup {
-				c.addAt(id, CodeHistoricalStatementAlreadyExists, fmt.Sprintf("Statement ID %q is also used by %s.", s.StatementID, first))
-			} else {
-				firstUse[s.StatementID] = id
-			}
-		}
+		c.unique(id, s.StatementID, firstUse, CodeHistoricalStatementAlreadyExists, "Statement ID %q is also used by %s.")
 		to := it.field("bill_period_to_date")
 		if !s.BillPeriodFromDate.IsZero() && !s.BillPeriodToDate.IsZero() && s.BillPeriodToDate.Before(s.BillPeriodFromDate) {
 			c.addAt(to, CodeStartDateLaterThanEndDate, "bill_period_to_date may not be before bill_period_from_date.")

@@ -215,8 +215,8 @@ func validateSupplyAddresses(c *collector, a *Account, opts AccountRules) {
 	} else if len(a.SupplyAddresses) == 0 {
 		c.add("supply_addresses", CodeRequired, "At least one supply address is required unless unknown_occupier is true.")
 	}
-	mpxnSeen := map[string]attr{}  // mpxn -> attr of its first use
-	serials := map[string]string{} // meter serial -> attr of its first use
+	mpxnSeen := map[string]attr{} // mpxn -> attr of its first use
+	serials := map[string]attr{}  // meter serial -> attr of its first use
 	for i := range a.SupplyAddresses {
 		if c.full() {
 			return
@@ -249,13 +249,7 @@ func validateSupplyAddresses(c *collector, a *Account, opts AccountRules) {
 func validateMeterPoint(c *collector, mp *MeterPoint, it item, mpxnSeen map[string]attr) {
 	mpxn := it.field("mpxn")
 	c.requiredString(mpxn, mp.MPXN, defaultMaxLength)
-	if mp.MPXN != "" {
-		if first, dup := mpxnSeen[mp.MPXN]; dup {
-			c.addAt(mpxn, CodeDuplicateMPXN, fmt.Sprintf("MPxN %q is already used by %s.", mp.MPXN, first))
-		} else {
-			mpxnSeen[mp.MPXN] = mpxn
-		}
-	}
+	c.unique(mpxn, mp.MPXN, mpxnSeen, CodeDuplicateMPXN, "MPxN %q is already used by %s.")
 	choice(c, it.field("fuel"), mp.Fuel, Fuels)
 	if mp.SupplyEndDate != nil && !mp.SupplyStartDate.IsZero() && mp.SupplyEndDate.Before(mp.SupplyStartDate) {
 		c.addAt(it.field("supply_end_date"), CodeStartDateLaterThanEndDate, "supply_end_date may not be before supply_start_date.")

@@ -147,13 +147,7 @@ func validateTransactions(c *collector, txs []Transaction, path string) {
 		p := itemOf(path, i)
 		id := p.field("transaction_id")
 		c.requiredString(id, tx.TransactionID, defaultMaxLength)
-		if tx.TransactionID != "" {
-			if first, dup := firstUse[tx.TransactionID]; dup {
-				c.addAt(id, CodeDuplicateTransactionIDs, fmt.Sprintf("Transaction ID %q is also used by %s.", tx.TransactionID, first))
-			} else {
-				firstUse[tx.TransactionID] = id
-			}
-		}
+		c.unique(id, tx.TransactionID, firstUse, CodeDuplicateTransactionIDs, "Transaction ID %q is also used by %s.")
 		if !tx.Amount.IsPositive() {
 			c.addAt(p.field("amount"), CodeAmountNotPositive, "Ensure this value is greater than 0.")
 		} else {

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image/png"
 	"net/http"
 	"os"
@@ -26,7 +25,7 @@ func TestDocsPageRendersInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped with -short")
 	}
-	chromium := chromiumBinary(t)
+	chromium := testutil.Chromium(t)
 	st := testutil.NewStack(t)
 	if r := st.Request(http.MethodGet, "/docs", nil); r.Status != http.StatusOK {
 		t.Fatalf("GET /docs: %d %s", r.Status, r.Body)
@@ -104,39 +103,6 @@ func runChromium(t *testing.T, chromium string, args ...string) string {
 		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
 	}
 	return stdout.String()
-}
-
-// chromiumBinary finds Chromium, installing Debian's package when it is
-// missing. The test is skipped, loudly, only if that is impossible.
-func chromiumBinary(t *testing.T) string {
-	t.Helper()
-	find := func() string {
-		for _, name := range []string{"chromium", "chromium-browser"} {
-			if p, err := exec.LookPath(name); err == nil {
-				return p
-			}
-		}
-		return ""
-	}
-	if p := find(); p != "" {
-		return p
-	}
-	t.Log("chromium not found: installing Debian's package (apt-get install chromium)")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	script := "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"
-	if os.Geteuid() != 0 {
-		script = "sudo -n sh -c '" + script + "'"
-	}
-	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
-	if p := find(); p != "" {
-		return p
-	}
-	msg := fmt.Sprintf("\n%s\n!!! BROWSER TEST NOT RUN: Chromium is missing and could not be installed (%v).\n!!! /docs was NOT checked in a browser. Install it with: apt-get install chromium\n%s\n%.2000s",
-		strings.Repeat("!", 78), err, strings.Repeat("!", 78), out)
-	fmt.Fprintln(os.Stderr, msg)
-	t.Skip(msg)
-	return ""
 }
 
 func repoRoot() string {
