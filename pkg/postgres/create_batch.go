@@ -16,11 +16,11 @@ import (
 )
 
 // The creation transaction runs on the pgx connection under database/sql,
-// as one pipelined batch: BEGIN, a guard that locks the process row and
-// aborts unless the attempt is still the current one, every insert, the
-// process update and COMMIT. Rows that need a parent's id take it from the
-// parent's sequence (currval is per session, so it is the row this
-// transaction just inserted).
+// as one pipelined batch: BEGIN, a guard that locks the process rows and
+// aborts unless each attempt is still the current one, the one statement
+// that writes every table and completes the processes (create_rows.go), and
+// COMMIT. Rows that need a parent's id take it from the parent's RETURNING
+// rows inside that statement.
 // A statement that fails aborts the transaction, and we roll back; a
 // connection that cannot roll back is thrown away, never reused mid-transaction.
 
@@ -40,16 +40,15 @@ func (db *DB) createAccountOnce(ctx context.Context, in CreationInput, number st
 // failure rolls back the whole batch; the caller then retries the accounts
 // one by one, so a bad account fails alone.
 func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []CreationInput, numbers []string) ([]CreationResult, error) {
-	// Every row is encoded before the transaction starts, so the row lock
-	// and the writer slot are held only for the round trips.
-	batches := make([]*pgx.Batch, len(ins))
+	// Every row is encoded before the transaction starts, so the row locks
+	// and the writer slot are held only for the round trip.
+	var rows creationRows
 	results := make([]*CreationResult, len(ins))
 	for i, in := range ins {
-		b, res, err := creationBatch(in, numbers[i])
-		if err != nil {
+		if err := rows.add(in, numbers[i]); err != nil {
 			return nil, err
 		}
-		batches[i], results[i] = b, res
+		results[i] = &CreationResult{PlatformAccountNumber: numbers[i]}
 	}
 	if db.writers != nil {
 		if err := db.writers.Acquire(ctx, 1); err != nil {
@@ -68,7 +67,7 @@ func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []Creatio
 	dryRun := len(ins) == 1 && ins[0].DryRun
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		out, txErr = createAccountsTx(ctx, pc, jobID, ins, batches, results, dryRun)
+		out, txErr = createAccountsTx(ctx, pc, jobID, ins, &rows, results, dryRun)
 		if txErr == nil {
 			return nil
 		}
@@ -92,24 +91,30 @@ func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []Creatio
 }
 
 // createAccountsTx runs the transaction in one round trip: BEGIN, the job's
-// guard (if any), then for each account its guard and every write (built by
-// creationBatch, whose answers fill res), and COMMIT.
-func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []CreationInput, bs []*pgx.Batch, res []*CreationResult, dryRun bool) ([]CreationResult, error) {
+// guard (if any), the attempts' guard, every table's rows (see
+// creationRows, whose answers fill res), and COMMIT.
+func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []CreationInput, rows *creationRows, res []*CreationResult, dryRun bool) ([]CreationResult, error) {
 	tx := &pgx.Batch{}
 	tx.Queue("BEGIN")
 	if jobID > 0 {
 		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'job not processing') FROM (
 				SELECT 1 FROM import_jobs WHERE id = $1 AND state = 'PROCESSING' FOR SHARE) running`, jobID)
 	}
+	// The row locks serialise competing runs of the same attempt: a second
+	// run waits here, then finds the process COMPLETED and aborts. They are
+	// taken in id order, so two batches never wait for each other in a circle.
+	ids := make([]int64, len(ins))
+	attempts := make([]int32, len(ins))
 	for i, in := range ins {
-		// The row lock serialises competing runs of the same attempt: a second
-		// run waits here, then finds the process COMPLETED and aborts.
-		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'attempt not current') FROM (
-				SELECT 1 FROM import_processes
-				 WHERE id = $1 AND v2_status = 'IN_PROGRESS' AND attempt = $2 AND platform_account_number IS NULL
-				   FOR UPDATE) current`, in.ProcessID, in.Attempt)
-		tx.QueuedQueries = append(tx.QueuedQueries, bs[i].QueuedQueries...)
+		ids[i], attempts[i] = in.ProcessID, int32(in.Attempt)
 	}
+	tx.Queue(`SELECT dataimport_assert(count(*) = $3, 'attempt not current') FROM (
+			SELECT 1 FROM import_processes p
+			  JOIN unnest($1::bigint[], $2::int[]) AS u(id, attempt) ON p.id = u.id AND p.attempt = u.attempt
+			 WHERE p.id = ANY($1::bigint[]) AND p.v2_status = 'IN_PROGRESS' AND p.platform_account_number IS NULL
+			 ORDER BY p.id
+			   FOR UPDATE OF p) current`, ids, attempts, len(ins))
+	rows.queue(tx, res)
 	if !dryRun {
 		tx.Queue("COMMIT")
 	}
@@ -174,147 +179,6 @@ func trackWriters() (done func()) {
 	for p := writersPeak.Load(); n > p && !writersPeak.CompareAndSwap(p, n); p = writersPeak.Load() {
 	}
 	return func() { writersBusy.Add(-1) }
-}
-
-const (
-	curAccount   = "currval('accounts_id_seq')"
-	curAddress   = "currval('supply_addresses_id_seq')"
-	curMeter     = "currval('meter_points_id_seq')"
-	curStatement = "currval('statements_id_seq')"
-	curCustomer  = "currval('account_customers_id_seq')"
-	curMeterRow  = "currval('meters_id_seq')"
-)
-
-// queueMeters queues a meter point's meters, each with its registers and
-// readings, in the same batch (no extra round trip).
-func queueMeters(b *pgx.Batch, meters []dataimport.Meter) {
-	for _, m := range meters {
-		b.Queue(`INSERT INTO meters (account_id, meter_point_id, serial_number) VALUES (`+curAccount+`, `+curMeter+`, $1)`, m.SerialNumber)
-		for _, r := range m.Registers {
-			b.Queue(`INSERT INTO meter_registers (meter_id, register_id, number_of_digits, rate_type) VALUES (`+curMeterRow+`, $1, $2, $3)`,
-				r.RegisterID, r.NumberOfDigits, deref(r.RateType))
-		}
-		for _, r := range m.TransferReadings {
-			b.Queue(`INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_value, reading_type) VALUES (`+curMeterRow+`, $1, $2, $3, $4)`,
-				r.RegisterID, r.ReadingDate.Time(), r.ReadingValue, deref(r.ReadingType))
-		}
-	}
-}
-
-// creationBatch queues every write of one account. The returned result is
-// filled in as the batch's answers are read.
-func creationBatch(in CreationInput, number string) (*pgx.Batch, *CreationResult, error) {
-	a := in.Account
-	res := &CreationResult{PlatformAccountNumber: number}
-	details, err := accountDetails(a)
-	if err != nil {
-		return nil, nil, err
-	}
-	customers, err := customerRows(0, a.Customers)
-	if err != nil {
-		return nil, nil, err
-	}
-	from, to := a.FirstStatementPeriod(dataimport.DateOf(in.Now))
-	txs, _, moved, err := transactionRows(0, 0, from, to, a.CurrentStatementTransactions, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	notes := a.Notes
-	if moved > 0 {
-		notes = append(notes[:len(notes):len(notes)], dataimport.MovedNote(moved, from, to))
-	}
-	noteRs, err := noteRows(0, notes, in.Now)
-	if err != nil {
-		return nil, nil, err
-	}
-
-	if err := verifiedInstructions(a, in.Instructions); err != nil {
-		return nil, nil, err
-	}
-
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number,
-			account_type, details, transfer_balance, balance, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9) RETURNING id`,
-		number, in.Supplier.ID, in.ProcessID, a.ExternalAccountNumber, string(a.Type()),
-		string(details), a.OpeningBalance(), openingBalance(a), in.Now).
-		QueryRow(func(r pgx.Row) error { return r.Scan(&res.AccountID) })
-	for i, c := range customers {
-		b.Queue(`INSERT INTO account_customers (account_id, position, given_name, family_name, title, salutation, email,
-				mobile, landline, date_of_birth, customer_preferences)
-			VALUES (`+curAccount+`, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
-			c.Position, c.GivenName, c.FamilyName, c.Title, c.Salutation, c.Email, c.Mobile, c.Landline, c.DateOfBirth, c.CustomerPreferences)
-		for _, e := range a.Customers[i].PSR {
-			b.Queue(`INSERT INTO customer_psr (customer_id, code, effective_from, effective_to) VALUES (`+curCustomer+`, $1, $2, $3)`,
-				e.Code, dateTime(e.EffectiveFrom), dateTime(e.EffectiveTo))
-		}
-	}
-	for i, sa := range a.SupplyAddresses {
-		b.Queue(`INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3,
-				supply_address4, supply_address5, supply_postcode, customer_at_supply_address_from_date)
-			VALUES (`+curAccount+`, $1, $2, $3, $4, $5, $6, $7, $8)`,
-			i, sa.SupplyAddress1, deref(sa.SupplyAddress2), deref(sa.SupplyAddress3), deref(sa.SupplyAddress4),
-			deref(sa.SupplyAddress5), sa.SupplyPostcode, dateTime(sa.CustomerAtSupplyAddressFromDate))
-		for _, mp := range sa.MeterPoints {
-			b.Queue(`INSERT INTO meter_points (account_id, supply_address_id, mpxn, fuel, supply_start_date, supply_end_date,
-					profile_class, ssc, estimated_annual_consumption)
-				VALUES (`+curAccount+`, `+curAddress+`, $1, $2, $3, $4, $5, $6, $7)`,
-				mp.MPXN, string(mp.Fuel), mp.SupplyStartDate.Time(), dateTime(mp.SupplyEndDate), mp.ProfileClass, mp.SSC, mp.EstimatedAnnualConsumption)
-			for _, ag := range mp.Agreements {
-				b.Queue(`INSERT INTO agreements (meter_point_id, tariff_code, product_code, valid_from, valid_to) VALUES (`+curMeter+`, $1, $2, $3, $4)`,
-					ag.TariffCode, ag.ProductCode, ag.ValidFrom.Time(), dateTime(ag.ValidTo))
-			}
-			queueMeters(b, mp.Meters)
-		}
-	}
-	b.Queue(`INSERT INTO statements (account_id, period_from, period_to) VALUES (`+curAccount+`, $1, $2)`, from.Time(), to.Time())
-	for _, t := range txs {
-		b.Queue(`INSERT INTO account_transactions (account_id, statement_id, transaction_id, type, transaction_date,
-				original_date, amount, balance_effect, description, data)
-			VALUES (`+curAccount+`, `+curStatement+`, $1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
-			t.TransactionID, t.Type, t.TransactionDate, t.OriginalDate, t.Amount, t.BalanceEffect, t.Description, t.Data)
-	}
-	for _, n := range noteRs {
-		b.Queue(`INSERT INTO account_notes (account_id, body, document_paths, is_pinned, unpin_at, created_at)
-			VALUES (`+curAccount+`, $1, $2::jsonb, $3, $4, $5)`, n.Body, n.DocumentPaths, n.IsPinned, n.UnpinAt, n.CreatedAt)
-	}
-	for i, ps := range a.PaymentSchedules {
-		b.Queue(`INSERT INTO account_payment_schedules (account_id, position, means, start_date, frequency, amount)
-			VALUES (`+curAccount+`, $1, $2, $3, $4, $5)`,
-			i, string(ps.Means), ps.StartDate.Time(), string(ps.Frequency), ps.Amount.Decimal)
-	}
-	for _, pi := range in.Instructions {
-		d := pi.Details
-		b.Queue(`INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
-				card_brand, card_last4, card_exp_month, card_exp_year, mandate_status)
-			VALUES (`+curAccount+`, $1, $2, $3, 'ACTIVE', $4, $5, $6, $7, $8)`,
-			pi.Vendor, pi.Reference, string(pi.Type),
-			nullIfZero(d.CardBrand), nullIfZero(d.CardLast4), nullIfZero(d.CardExpMonth), nullIfZero(d.CardExpYear), nullIfZero(d.MandateStatus))
-	}
-	if in.Supplier.WelcomeEmail && !in.DryRun {
-		// The outbox: one e-mail per customer with an address, in order.
-		b.Queue(`INSERT INTO welcome_emails (account_id, customer_id, email)
-			SELECT account_id, id, email FROM account_customers
-			 WHERE account_id = ` + curAccount + ` AND email <> '' ORDER BY position RETURNING id`).
-			Query(func(rows pgx.Rows) error {
-				ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-				res.WelcomeEmailIDs = ids
-				return err
-			})
-	}
-	// Complete the process, record the attempt and its event in one statement.
-	b.Queue(`WITH done AS (
-			UPDATE import_processes SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = $1,
-			       account_created_at = $2, latest_error = NULL, dry_run = false, modified_at = now()
-			 WHERE id = $3 RETURNING id, attempt
-		), a AS (
-			INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
-			SELECT id, attempt, 'COMPLETED', $1 FROM done
-		)
-		INSERT INTO import_process_events (process_id, event, data)
-		SELECT id, $4, jsonb_build_object('attempt', attempt, 'platform_account_number', $1::text) FROM done`,
-		number, in.Now, in.ProcessID, dataimport.EventProcessed)
-	return b, res, nil
 }
 
 // errUnverifiedInstruction: the caller did not verify the account's payment
