@@ -41,9 +41,11 @@ type Worker struct {
 	reconciler *jobs.Reconciler
 	log        *slog.Logger
 	sweeper    *jobs.IdempotencySweeper
+	stats      *jobs.StatisticsKeeper
 	stop       context.CancelFunc
 	done       chan struct{}
 	swept      chan struct{} // closed when the sweeper has stopped
+	analyzed   chan struct{} // closed when the statistics keeper has stopped
 }
 
 // NewWorker connects and wires the handlers.
@@ -55,7 +57,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
-		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}),
+		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
@@ -76,6 +78,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
 		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
 	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
+	w.stats = &jobs.StatisticsKeeper{Store: db, Log: log, Every: analyzeEvery}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
@@ -172,6 +175,10 @@ func (w *Worker) Start() error {
 		defer close(w.swept)
 		w.sweeper.Run(ctx)
 	}()
+	go func() {
+		defer close(w.analyzed)
+		w.stats.Run(ctx)
+	}()
 	return nil
 }
 
@@ -180,6 +187,11 @@ func (w *Worker) Start() error {
 // replayed), and every worker sweeps.
 const idempotencySweepEvery = time.Minute
 
+// analyzeEvery paces the statistics keeper: at a thousand accounts a second
+// a table grows by a tenth well within it until it holds some hundred
+// thousand rows, and then a tenth takes longer than this anyway.
+const analyzeEvery = 30 * time.Second
+
 // Shutdown stops taking tasks and waits (up to SHUTDOWN_TIMEOUT) for the
 // running ones; unfinished ones go back to the queue for another replica.
 func (w *Worker) Shutdown() {
@@ -187,6 +199,7 @@ func (w *Worker) Shutdown() {
 		w.stop()
 		<-w.done
 		<-w.swept
+		<-w.analyzed
 		<-w.dispatched
 	}
 	w.hooks.Shutdown()
