@@ -8,14 +8,24 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
-// client talks to the public API as a partner would.
+// client talks to the public API as a partner would. A token that
+// expires during a long run (401) is renewed with the API key once.
 type client struct {
-	base  string
-	token string
-	http  *http.Client
+	base   string
+	http   *http.Client
+	mu     sync.Mutex
+	token  string
+	apiKey string
+}
+
+func (c *client) bearer() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
 }
 
 func newClient(base string, conns int) *client {
@@ -31,6 +41,25 @@ type response struct {
 }
 
 func (c *client) do(ctx context.Context, method, path string, body []byte, headers ...string) (response, error) {
+	old := c.bearer()
+	r, err := c.send(ctx, method, path, body, headers...)
+	if err != nil || r.status != http.StatusUnauthorized || old == "" || path == graphqlPath {
+		return r, err
+	}
+	c.mu.Lock()
+	key, renew := c.apiKey, c.token == old // another request may have renewed it already
+	c.mu.Unlock()
+	if renew && key != "" {
+		if err := c.login(ctx, key); err != nil {
+			return r, err
+		}
+	}
+	return c.send(ctx, method, path, body, headers...)
+}
+
+const graphqlPath = "/v1/graphql/"
+
+func (c *client) send(ctx context.Context, method, path string, body []byte, headers ...string) (response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -42,8 +71,8 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, heade
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Token "+c.token)
+	if t := c.bearer(); t != "" {
+		req.Header.Set("Authorization", "Token "+t)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -67,7 +96,7 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, heade
 // login exchanges the API key for an access token.
 func (c *client) login(ctx context.Context, apiKey string) error {
 	q := map[string]any{"query": `mutation($k: String!) { obtainToken(input: {APIKey: $k}) { token } }`, "variables": map[string]any{"k": apiKey}}
-	r, err := c.do(ctx, http.MethodPost, "/v1/graphql/", mustJSON(q))
+	r, err := c.send(ctx, http.MethodPost, graphqlPath, mustJSON(q))
 	if err != nil {
 		return err
 	}
@@ -79,6 +108,8 @@ func (c *client) login(ctx context.Context, apiKey string) error {
 	if err := json.Unmarshal(r.body, &out); err != nil || out.Data.ObtainToken.Token == "" {
 		return fmt.Errorf("obtainToken: %d %s", r.status, r.body)
 	}
-	c.token = out.Data.ObtainToken.Token
+	c.mu.Lock()
+	c.token, c.apiKey = out.Data.ObtainToken.Token, apiKey
+	c.mu.Unlock()
 	return nil
 }

@@ -78,7 +78,7 @@ func listMemory(ctx context.Context, c *client, dbURL, supplier string, rows, ap
 	stop := make(chan struct{})
 	peak := peakRSS(apiPID, stop)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/data-import/all-account-import-processes/"+supplier+"/", nil)
-	req.Header.Set("Authorization", "Token "+c.token)
+	req.Header.Set("Authorization", "Token "+c.bearer())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		close(stop)

@@ -38,10 +38,13 @@ type result struct {
 	StageRate                       float64         `json:"stage_requests_per_second"`
 	EndToEndRate                    float64         `json:"end_to_end_accounts_per_second"`
 	StatusP50, StatusP99, StatusMax time.Duration
+	// StatusInFlight is the second open-loop reader: it reads accounts whose
+	// create request is out and which are not COMPLETED yet.
+	StatusInFlight readerStats `json:"status_in_flight"`
 }
 
 func run(ctx context.Context, cfg runConfig) (*result, error) {
-	c := newClient(cfg.API, cfg.Parallel+cfg.StatusRate/10+4)
+	c := newClient(cfg.API, cfg.Parallel+2*cfg.StatusRate/10+4)
 	if err := c.login(ctx, cfg.APIKey); err != nil {
 		return nil, err
 	}
@@ -76,14 +79,22 @@ func run(ctx context.Context, cfg runConfig) (*result, error) {
 	createStart := time.Now()
 	var mu sync.Mutex
 	readerCtx, stopReader := context.WithCancel(ctx)
-	readerDone := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Add(2)
 	go func() {
-		defer close(readerDone)
+		defer readers.Done()
 		statusReader(readerCtx, c, cfg, ids, res, &mu)
+	}()
+	pending := newInFlight()
+	go func() {
+		defer readers.Done()
+		inFlightReader(readerCtx, c, cfg, pending, &res.StatusInFlight)
 	}()
 	completed := make([]bool, cfg.Accounts)
 	err = forEach(ctx, cfg.Parallel, cfg.Accounts, func(i int) error {
+		pending.add(ids[i])
 		ok, err := createOne(ctx, c, cfg, ids[i], res)
+		pending.remove(ids[i])
 		if err != nil {
 			return err
 		}
@@ -99,7 +110,7 @@ func run(ctx context.Context, cfg runConfig) (*result, error) {
 		return nil
 	})
 	stopReader()
-	<-readerDone
+	readers.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +133,8 @@ func run(ctx context.Context, cfg runConfig) (*result, error) {
 	}
 	res.StageRate = float64(cfg.Accounts) / res.StageSeconds
 	res.EndToEndRate = float64(res.Completed) / (res.StageSeconds + res.CreateSeconds)
-	sort.Slice(res.StatusLatencies, func(a, b int) bool { return res.StatusLatencies[a] < res.StatusLatencies[b] })
+	sortDurations(res.StatusLatencies)
+	res.StatusInFlight.finish()
 	res.StatusP50, res.StatusP99, res.StatusMax = percentile(res.StatusLatencies, 0.50), percentile(res.StatusLatencies, 0.99), percentile(res.StatusLatencies, 1)
 	return res, nil
 }
@@ -204,6 +216,40 @@ func postImport(ctx context.Context, c *client, cfg runConfig, id string, res *r
 // statusReader reads random accounts' status at a fixed rate, like a
 // partner dashboard, and records each latency.
 func statusReader(ctx context.Context, c *client, cfg runConfig, ids []string, res *result, mu *sync.Mutex) {
+	readStatus(ctx, c, cfg, func() (string, bool) { return ids[rand.IntN(len(ids))], true }, func(d time.Duration, ok bool) {
+		if !ok {
+			atomic.AddInt64(&res.StatusErrors, 1)
+			return
+		}
+		mu.Lock()
+		res.StatusLatencies = append(res.StatusLatencies, d)
+		mu.Unlock()
+	})
+}
+
+// inFlightReader reads, at the same fixed rate and open-loop as
+// statusReader, a random account whose creation is under way, as a partner
+// polling what it just submitted; ticks with nothing in flight are skipped.
+func inFlightReader(ctx context.Context, c *client, cfg runConfig, pending *inFlight, st *readerStats) {
+	readStatus(ctx, c, cfg, func() (string, bool) {
+		id, ok := pending.pick()
+		if !ok {
+			st.skip()
+		}
+		return id, ok
+	}, func(d time.Duration, ok bool) {
+		if !ok {
+			st.fail()
+			return
+		}
+		st.record(d)
+	})
+}
+
+// readStatus reads the v1 status of pick's account StatusRate times a
+// second until ctx ends, open-loop: each read in its own goroutine, never
+// waiting for the previous answer; record gets each latency (ok: 200).
+func readStatus(ctx context.Context, c *client, cfg runConfig, pick func() (string, bool), record func(time.Duration, bool)) {
 	if cfg.StatusRate <= 0 {
 		return
 	}
@@ -217,20 +263,16 @@ func statusReader(ctx context.Context, c *client, cfg runConfig, ids []string, r
 			return
 		case <-tick.C:
 		}
-		id := ids[rand.IntN(len(ids))]
+		id, ok := pick()
+		if !ok {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
 			r, err := c.do(context.WithoutCancel(ctx), http.MethodGet, "/v1/data-import/account-transfer-status/"+cfg.Supplier+"/"+id+"/", nil)
-			d := time.Since(t0)
-			if err != nil || r.status != http.StatusOK {
-				atomic.AddInt64(&res.StatusErrors, 1)
-				return
-			}
-			mu.Lock()
-			res.StatusLatencies = append(res.StatusLatencies, d)
-			mu.Unlock()
+			record(time.Since(t0), err == nil && r.status == http.StatusOK)
 		}()
 	}
 }
@@ -274,6 +316,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+func sortDurations(d []time.Duration) {
+	sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {
