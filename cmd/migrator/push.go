@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
@@ -44,13 +46,15 @@ type pushOptions struct {
 	v2             bool     // the asynchronous API (push_v2.go)
 	window         v2Window // its schedule window
 	follow         string
-	bulk           bool   // one bulk import job for the whole file (push_bulk.go)
-	supplier       string // with bulk: the job's import_supplier (default: the first line's)
+	bulk           bool   // bulk import jobs, one per part of the file (push_bulk.go)
+	supplier       string // with bulk: the jobs' import_supplier (default: the first line's)
+	jobBytes       int64  // with bulk: the largest part of the file sent as one job
+	jobBytesSet    bool   // --job-bytes was given (a resumed run keeps its recorded split)
 }
 
 func (c *cli) pushCmd() *cobra.Command {
 	o := pushOptions{}
-	var windowStart, windowEnd string
+	var windowStart, windowEnd, jobBytes string
 	cmd := &cobra.Command{
 		Use:   "push ACCOUNTS.ndjson",
 		Short: "Validate, stage and create every account of an NDJSON file (one account object per line)",
@@ -70,6 +74,14 @@ schedule window of --window-start/--window-end (RFC 3339) if given, and its v2 s
 is followed until PROCESSED (done) or ERRORED, CANCELLED or a dry-run outcome (the
 report gives latest_error). --poll-timeout then counts from the window start. A
 stop leaves scheduled accounts scheduled; a rerun follows them.
+
+With --bulk the file is cut at line boundaries into parts of at most --job-bytes
+(uncompressed; a longer line goes alone) and each part is uploaded, gzipped, as one
+bulk import job, one after another while the API processes the earlier ones; then
+one bar follows all the jobs and their failed lines go into the report, with their
+line numbers in the whole file. The parts, their Idempotency-Keys and job ids are
+kept in <report>.job: a rerun after Ctrl-C or a crash uploads only the parts not yet
+accepted (a cut upload becomes the same job, never a second) and follows the others.
 
 Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors.`,
 		Args: cobra.ExactArgs(1),
@@ -91,9 +103,20 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 			if o.follow != followStatus && o.follow != followEvents {
 				return errors.New("--follow must be status or events")
 			}
+			if jobBytes != "" && !o.bulk {
+				return errors.New("--job-bytes needs --bulk")
+			}
 			if o.bulk {
 				if o.v2 || o.postImport != "" {
 					return errors.New("--bulk cannot be combined with --v2 or --post-import")
+				}
+				o.jobBytes, o.jobBytesSet = defaultJobBytes, jobBytes != ""
+				if o.jobBytesSet {
+					n, err := humanize.ParseBytes(jobBytes)
+					if err != nil || n == 0 || n > math.MaxInt64 {
+						return fmt.Errorf("--job-bytes %q: must be a size such as 1GiB or 500MB", jobBytes)
+					}
+					o.jobBytes = int64(n)
 				}
 				return c.pushBulk(cmd.Context(), o)
 			}
@@ -111,8 +134,9 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 	f.BoolVar(&o.v2, "v2", false, "use the asynchronous v2 API: one create per account, then follow its v2 status")
 	f.StringVar(&windowStart, "window-start", "", "with --v2: create no account before this time (RFC 3339)")
 	f.StringVar(&windowEnd, "window-end", "", "with --v2: an account not started by this time (RFC 3339) ends ERRORED schedule_window_expired")
-	f.BoolVar(&o.bulk, "bulk", false, "send the whole file as one bulk import job (gzipped, with an upload progress bar), follow its counters, then download its failed lines as the report; a rerun after Ctrl-C resumes the same job (state in <report>.job)")
-	f.StringVar(&o.supplier, "supplier", "", "with --bulk: the job's import_supplier (default: the first account's)")
+	f.BoolVar(&o.bulk, "bulk", false, "send the file as bulk import jobs of at most --job-bytes each (gzipped, with an upload progress bar), follow their counters, then download their failed lines as the report; a rerun after Ctrl-C resumes the same jobs (state in <report>.job)")
+	f.StringVar(&o.supplier, "supplier", "", "with --bulk: the jobs' import_supplier (default: the first account's)")
+	f.StringVar(&jobBytes, "job-bytes", "", "with --bulk: the most NDJSON (uncompressed) per job, cut at line boundaries, such as 500MB; keep it under the API's MAX_JOB_BYTES (default 1GiB)")
 	f.StringVar(&o.follow, "follow", followStatus, "how to follow accounts still in progress: status (poll each status URL) or events (long-poll the event feed, one request for the whole run)")
 	return cmd
 }

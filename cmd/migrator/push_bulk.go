@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -23,24 +24,49 @@ import (
 	sdkclient "github.com/gridshift/dataimport/sdk/go/client"
 )
 
-// push --bulk: the whole file as one bulk import job (POST
-// /v1/data-import/jobs/), gzipped on the fly and streamed from disk with a
-// progress bar; then the job's counters are followed and its failed lines
-// downloaded as the report.
+// push --bulk: the file as bulk import jobs (POST /v1/data-import/jobs/),
+// each part gzipped on the fly and streamed from disk with a progress bar;
+// then the jobs' counters are followed and their failed lines downloaded
+// as one report.
 //
-// Resumable: a state file beside the report (<report>.job) keeps the job's
-// Idempotency-Key and, once the upload is accepted, its id. A rerun after
-// Ctrl-C or a crash follows that job instead of uploading again; a rerun of
-// an upload that was cut sends the file again with the same key, which the
-// API turns into the same job (never a second one).
+// The API refuses a job body over MAX_JOB_BYTES (2 GiB by default), and a
+// real migration is several times that, so the file is cut at line
+// boundaries into parts of at most --job-bytes (uncompressed), one job
+// each, uploaded one after another: the worker processes the first parts
+// while the next ones upload.
 //
-// Job status and results go through the Go SDK (sdk/go). The upload itself
-// is sent with net/http and the SDK's token: the SDK's retrying transport
-// buffers a body to replay it, and a migration file may be gigabytes.
+// Resumable: a state file beside the report (<report>.job) keeps the parts
+// (byte range, first line, Idempotency-Key) and, once a part is accepted,
+// its job id. A rerun after Ctrl-C or a crash uploads only the parts
+// without a job id, under their saved keys: a part whose upload was cut
+// (or whose answer was lost) becomes the same job, never a second one.
+//
+// Job status and results go through the Go SDK (sdk/go). The uploads are
+// sent with net/http and the SDK's token: the SDK's retrying transport
+// buffers a body to replay it, and a part may be gigabytes.
+
+// defaultJobBytes leaves room under the API's default MAX_JOB_BYTES (2 GiB).
+const defaultJobBytes = 1 << 30
 
 // bulkState is what a rerun needs to resume.
 type bulkState struct {
-	File           string `json:"file"`
+	File     string     `json:"file"`
+	Size     int64      `json:"size,omitempty"`      // the file's size when it was split
+	JobBytes int64      `json:"job_bytes,omitempty"` // the largest part asked for
+	Parts    []bulkPart `json:"parts,omitempty"`
+
+	// A state file written before the file was split: one job for the
+	// whole file. Read as a single part (the key was sent with that body).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	JobID          int64  `json:"job_id,omitempty"`
+}
+
+// bulkPart is one job's share of the file: bytes [Start, End), whose first
+// line is line FirstLine of the file.
+type bulkPart struct {
+	Start          int64  `json:"start"`
+	End            int64  `json:"end"`
+	FirstLine      int64  `json:"first_line"`
 	IdempotencyKey string `json:"idempotency_key"`
 	JobID          int64  `json:"job_id,omitempty"`
 }
@@ -77,6 +103,111 @@ func saveState(path string, s bulkState) error {
 	return nil
 }
 
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "migrator-bulk-" + hex.EncodeToString(b[:])
+}
+
+// splitFile cuts the file at line boundaries into parts of at most limit
+// bytes, reading it through once (never more than a buffer in memory). A
+// line longer than limit is a part of its own: the API judges it. Parts of
+// blank lines only carry no account and are left out.
+func splitFile(path string, limit int64) ([]bulkPart, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open accounts: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var parts []bulkPart
+	cur := bulkPart{FirstLine: 1}
+	var pos, line int64 = 0, 1
+	hasData := false
+	for {
+		n, data, err := skipLine(br)
+		if n > 0 {
+			if pos > cur.Start && pos+n-cur.Start > limit {
+				cur.End = pos
+				if hasData {
+					parts = append(parts, cur)
+				}
+				cur, hasData = bulkPart{Start: pos, FirstLine: line}, false
+			}
+			pos += n
+			line++
+			hasData = hasData || data
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("read accounts: %w", err)
+		}
+	}
+	cur.End = pos
+	if hasData || len(parts) == 0 {
+		parts = append(parts, cur)
+	}
+	for i := range parts {
+		parts[i].IdempotencyKey = newIdempotencyKey()
+	}
+	return parts, pos, nil
+}
+
+// skipLine reads past one line (with its newline) and tells its length and
+// whether it holds anything but white space.
+func skipLine(br *bufio.Reader) (n int64, data bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		data = data || len(bytes.TrimSpace(chunk)) > 0
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return n, data, err
+	}
+}
+
+// bulkPlan loads the run's state, or splits the file and saves a new one.
+func (c *cli) bulkPlan(o pushOptions) (bulkState, error) {
+	sp := statePath(o)
+	st, found, err := loadState(sp)
+	if err != nil {
+		return st, err
+	}
+	fi, err := os.Stat(o.file)
+	if err != nil {
+		return st, fmt.Errorf("open accounts: %w", err)
+	}
+	if found {
+		if st.File != o.file {
+			return st, fmt.Errorf("%s belongs to a run of %s; remove it or choose another --report", sp, st.File)
+		}
+		if len(st.Parts) == 0 { // written before the split: the whole file was one job
+			st = bulkState{File: st.File, Size: fi.Size(), JobBytes: max(fi.Size(), 1), Parts: []bulkPart{{End: fi.Size(),
+				FirstLine: 1, IdempotencyKey: st.IdempotencyKey, JobID: st.JobID}}}
+		}
+		if st.Size != fi.Size() {
+			return st, fmt.Errorf("%s changed since the run of %s began (%d bytes, now %d); restore it, or remove %s to start over",
+				o.file, sp, st.Size, fi.Size(), sp)
+		}
+		// The keys belong to the parts as cut: another cut would send
+		// other bodies under them (refused) or the same lines twice.
+		if o.jobBytesSet && st.JobBytes != o.jobBytes {
+			return st, fmt.Errorf("%s records a run split into parts of at most %d bytes; resume it without --job-bytes (or with that size), or remove it to start over",
+				sp, st.JobBytes)
+		}
+		return st, nil
+	}
+	parts, size, err := splitFile(o.file, o.jobBytes)
+	if err != nil {
+		return st, err
+	}
+	st = bulkState{File: o.file, Size: size, JobBytes: o.jobBytes, Parts: parts}
+	return st, saveState(sp, st)
+}
+
 func (c *cli) pushBulk(soft context.Context, o pushOptions) error {
 	hard := c.abort
 	api, err := sdk.New(c.apiURL, c.apiKey, sdk.Options{Logger: c.log})
@@ -86,53 +217,87 @@ func (c *cli) pushBulk(soft context.Context, o pushOptions) error {
 	if _, err := api.Token(hard); err != nil {
 		return err
 	}
-	sp := statePath(o)
-	st, found, err := loadState(sp)
+	st, err := c.bulkPlan(o)
 	if err != nil {
 		return err
 	}
-	if found && st.File != o.file {
-		return fmt.Errorf("%s belongs to a run of %s; remove it or choose another --report", sp, st.File)
-	}
-	if !found {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		st = bulkState{File: o.file, IdempotencyKey: "migrator-bulk-" + hex.EncodeToString(b[:])}
-		if err := saveState(sp, st); err != nil {
-			return err
+	sp, n := statePath(o), len(st.Parts)
+	var upload *bulkUpload
+	for i := range st.Parts {
+		p := &st.Parts[i]
+		if p.JobID != 0 {
+			fmt.Fprintf(c.stdout, "resuming job %d (part %d/%d)\n", p.JobID, i+1, n)
+			continue
 		}
-	}
-	if st.JobID == 0 {
-		id, err := c.uploadJob(soft, hard, api, o, st.IdempotencyKey)
+		if upload == nil {
+			if upload, err = c.newBulkUpload(o); err != nil {
+				return err
+			}
+		}
+		id, err := upload.send(soft, hard, api, *p, fmt.Sprintf("part %d/%d", i+1, n))
 		if err != nil {
-			return err
+			return fmt.Errorf("part %d/%d (from line %d): %w", i+1, n, p.FirstLine, err)
 		}
-		st.JobID = id
+		p.JobID = id
 		if err := saveState(sp, st); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "job %d accepted\n", id)
-	} else {
-		fmt.Fprintf(c.stdout, "resuming job %d\n", st.JobID)
+		fmt.Fprintf(c.stdout, "job %d accepted (part %d/%d, from line %d, %d bytes)\n", id, i+1, n, p.FirstLine, p.End-p.Start)
 	}
-	job, err := c.followJob(soft, api, st.JobID)
+	jobs, err := c.followJobs(soft, api, st.Parts)
 	if err != nil {
 		return err
 	}
-	if err := c.jobReport(hard, api, st.JobID, o.report); err != nil {
+	if err := c.jobsReport(hard, api, st.Parts, o.report); err != nil {
 		return err
 	}
-	cn := job.Counters
-	fmt.Fprintf(c.stdout, "job %d %s: %d lines, %d created, %d already imported, %d staged, %d invalid, %d failed, %d duplicate lines, %d cancelled; report %s\n",
-		job.Id, job.State, cn.Received, cn.Created, cn.AlreadyImported, cn.Staged, cn.Invalid, cn.Failed, cn.DuplicateLine, cn.Cancelled, o.report)
-	if job.State != sdkclient.JobStateCOMPLETED {
-		return fmt.Errorf("job %d ended %s", job.Id, job.State)
+	var cn sdkclient.JobCounters
+	var unfinished []string
+	for _, j := range jobs {
+		add(&cn, j.Counters)
+		if j.State != sdkclient.JobStateCOMPLETED {
+			unfinished = append(unfinished, fmt.Sprintf("job %d ended %s", j.Id, j.State))
+		}
 	}
-	_ = os.Remove(sp) // finished: a rerun starts a new job
+	state := string(sdkclient.JobStateCOMPLETED)
+	if len(unfinished) > 0 {
+		state = "not all COMPLETED"
+	}
+	fmt.Fprintf(c.stdout, "%s %s: %d lines, %d created, %d already imported, %d staged, %d invalid, %d failed, %d duplicate lines, %d cancelled; report %s\n",
+		jobNames(st.Parts), state, cn.Received, cn.Created, cn.AlreadyImported, cn.Staged, cn.Invalid, cn.Failed, cn.DuplicateLine, cn.Cancelled, o.report)
+	if len(unfinished) > 0 {
+		return errors.New(strings.Join(unfinished, "; "))
+	}
+	_ = os.Remove(sp) // finished: a rerun starts new jobs
 	if cn.Invalid+cn.Failed > 0 {
 		return errSomeFailed
 	}
 	return nil
+}
+
+// jobNames is "job 7" or "jobs 7, 8, 9" for the summary.
+func jobNames(parts []bulkPart) string {
+	if len(parts) == 1 {
+		return fmt.Sprintf("job %d", parts[0].JobID)
+	}
+	ids := make([]string, len(parts))
+	for i, p := range parts {
+		ids[i] = strconv.FormatInt(p.JobID, 10)
+	}
+	return "jobs " + strings.Join(ids, ", ")
+}
+
+func add(sum *sdkclient.JobCounters, c sdkclient.JobCounters) {
+	sum.Received += c.Received
+	sum.Pending += c.Pending
+	sum.Staged += c.Staged
+	sum.InProgress += c.InProgress
+	sum.Created += c.Created
+	sum.AlreadyImported += c.AlreadyImported
+	sum.Invalid += c.Invalid
+	sum.Failed += c.Failed
+	sum.DuplicateLine += c.DuplicateLine
+	sum.Cancelled += c.Cancelled
 }
 
 // supplierOf reads the import_supplier of the file's first account.
@@ -159,35 +324,47 @@ func supplierOf(path string) (string, error) {
 	}
 }
 
-// uploadJob sends the file, gzipped as it is read, and returns the job id.
-// Network errors and 5xx are retried with the same Idempotency-Key (the
-// API gives the same job, or takes over the cut upload); 409 (the cut
-// upload is not known dead yet) waits Retry-After.
-func (c *cli) uploadJob(soft, hard context.Context, api *sdk.Client, o pushOptions, key string) (int64, error) {
+// bulkUpload sends parts of the file as jobs, all with the same query.
+type bulkUpload struct {
+	c      *cli
+	file   string
+	target string
+	state  string // the state file, for the hint of a refusal
+}
+
+func (c *cli) newBulkUpload(o pushOptions) (*bulkUpload, error) {
 	supplier := o.supplier
 	if supplier == "" {
 		var err error
 		if supplier, err = supplierOf(o.file); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	q := url.Values{"import_supplier": {supplier}, "operations_team_name": {o.team}}
 	if o.dryRun {
 		q.Set("dry_run", "true")
 	}
-	target := c.apiURL + "/v1/data-import/jobs/?" + q.Encode()
+	return &bulkUpload{c: c, file: o.file, target: c.apiURL + "/v1/data-import/jobs/?" + q.Encode(), state: statePath(o)}, nil
+}
+
+// send uploads one part, gzipped as it is read, and returns its job id.
+// Network errors and 5xx are retried with the part's Idempotency-Key (the
+// API gives the same job, or takes over the cut upload); 409 (the cut
+// upload is not known dead yet) waits Retry-After. A graceful stop lets
+// the upload in flight finish, then starts no other try.
+func (u *bulkUpload) send(soft, hard context.Context, api *sdk.Client, p bulkPart, name string) (int64, error) {
 	for attempt := 1; ; attempt++ {
 		if soft.Err() != nil {
 			return 0, errInterrupted
 		}
-		id, retryIn, err := c.uploadOnce(hard, api, o.file, target, key)
+		id, retryIn, err := u.once(hard, api, p, name)
 		if err == nil {
 			return id, nil
 		}
 		if retryIn < 0 || attempt >= 20 {
 			return 0, err
 		}
-		c.log.Warn("upload not accepted; retrying with the same Idempotency-Key", "attempt", attempt, "in", retryIn, "err", err)
+		u.c.log.Warn("upload not accepted; retrying with the same Idempotency-Key", "part", name, "attempt", attempt, "in", retryIn, "err", err)
 		select {
 		case <-soft.Done():
 			return 0, errInterrupted
@@ -196,28 +373,26 @@ func (c *cli) uploadJob(soft, hard context.Context, api *sdk.Client, o pushOptio
 	}
 }
 
-// uploadOnce makes one try; retryIn < 0 means the error is final.
-func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key string) (int64, time.Duration, error) {
-	f, err := os.Open(path)
+// once makes one try; retryIn < 0 means the error is final.
+func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name string) (int64, time.Duration, error) {
+	c := u.c
+	f, err := os.Open(u.file)
 	if err != nil {
 		return 0, -1, fmt.Errorf("open accounts: %w", err)
 	}
 	defer f.Close()
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
+	part := io.NewSectionReader(f, p.Start, p.End-p.Start)
 	var pb *progressbar.ProgressBar
 	if !c.quiet && c.stderrTTY {
-		pb = progressbar.DefaultBytes(size, "uploading")
+		pb = progressbar.DefaultBytes(part.Size(), "uploading "+name)
 		defer func() { _ = pb.Exit() }()
 	}
 	pr, pw := io.Pipe()
 	go func() {
 		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
-		var src io.Reader = f
+		var src io.Reader = part
 		if pb != nil {
-			src = io.TeeReader(f, pb)
+			src = io.TeeReader(part, pb)
 		}
 		_, err := io.Copy(zw, src)
 		if err == nil {
@@ -230,7 +405,7 @@ func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key
 		_ = pr.Close()
 		return 0, -1, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, pr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.target, pr)
 	if err != nil {
 		_ = pr.Close()
 		return 0, -1, fmt.Errorf("upload: %w", err)
@@ -238,7 +413,7 @@ func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Content-Encoding", "gzip")
 	req.Header.Set("Authorization", "Token "+token)
-	req.Header.Set(sdk.IdempotencyKeyHeader, key)
+	req.Header.Set(sdk.IdempotencyKeyHeader, p.IdempotencyKey)
 	resp, err := http.DefaultClient.Do(req)
 	_ = pr.Close()
 	if err != nil {
@@ -264,13 +439,17 @@ func (c *cli) uploadOnce(ctx context.Context, api *sdk.Client, path, target, key
 			wait = time.Duration(s) * time.Second
 		}
 		return 0, wait, fmt.Errorf("upload: %d %s", resp.StatusCode, clip(string(body), 200))
+	case resp.StatusCode == http.StatusRequestEntityTooLarge:
+		return 0, -1, fmt.Errorf("upload refused: %d %s (the API takes less per job than this part: remove %s and rerun with a smaller --job-bytes; parts already accepted are then sent again and come back already_imported)",
+			resp.StatusCode, clip(string(body), 500), u.state)
 	}
 	return 0, -1, fmt.Errorf("upload refused: %d %s", resp.StatusCode, clip(string(body), 500))
 }
 
-// followJob polls the job's status with a bar over its lines until it is
-// finished; Ctrl-C stops following (the job goes on; a rerun resumes).
-func (c *cli) followJob(soft context.Context, api *sdk.Client, id int64) (*sdkclient.Job, error) {
+// followJobs polls the jobs' status with one bar over all their lines
+// until every job is finished; Ctrl-C stops following (the jobs go on; a
+// rerun resumes).
+func (c *cli) followJobs(soft context.Context, api *sdk.Client, parts []bulkPart) ([]*sdkclient.Job, error) {
 	var pb *progressbar.ProgressBar
 	defer func() {
 		if pb != nil {
@@ -278,34 +457,54 @@ func (c *cli) followJob(soft context.Context, api *sdk.Client, id int64) (*sdkcl
 			fmt.Fprintln(c.stderr)
 		}
 	}()
+	jobs := make([]*sdkclient.Job, len(parts))
 	for {
-		resp, err := api.GetJobWithResponse(soft, strconv.FormatInt(id, 10))
-		switch {
-		case soft.Err() != nil:
-			return nil, errInterrupted
-		case err != nil:
-			return nil, fmt.Errorf("job %d: %w", id, err)
-		case resp.JSON200 == nil:
-			return nil, fmt.Errorf("job %d: %d %s", id, resp.StatusCode(), clip(string(resp.Body), 300))
+		var total, done int64
+		finished := 0
+		for i, p := range parts {
+			if j := jobs[i]; j != nil && finishedJob(j.State) {
+				finished++
+				total += int64(j.Counters.Received)
+				done += int64(j.Counters.Received)
+				continue
+			}
+			resp, err := api.GetJobWithResponse(soft, strconv.FormatInt(p.JobID, 10))
+			switch {
+			case soft.Err() != nil:
+				return nil, errInterrupted
+			case err != nil:
+				return nil, fmt.Errorf("job %d: %w", p.JobID, err)
+			case resp.JSON200 == nil:
+				return nil, fmt.Errorf("job %d: %d %s", p.JobID, resp.StatusCode(), clip(string(resp.Body), 300))
+			}
+			j := resp.JSON200
+			jobs[i] = j
+			cn := j.Counters
+			d := cn.Received - cn.Pending - cn.InProgress
+			if j.Create && !j.DryRun {
+				d -= cn.Staged
+			}
+			total += int64(cn.Received)
+			done += int64(d)
+			if finishedJob(j.State) {
+				finished++
+			}
 		}
-		j := resp.JSON200
-		cn := j.Counters
-		done := cn.Received - cn.Pending - cn.InProgress
-		if j.Create && !j.DryRun {
-			done -= cn.Staged
-		}
-		if pb == nil && !c.quiet && c.stderrTTY && cn.Received > 0 {
-			pb = progressbar.NewOptions64(int64(cn.Received), progressbar.OptionSetWriter(c.stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("job %d", id)), progressbar.OptionShowCount(),
+		if pb == nil && !c.quiet && c.stderrTTY && total > 0 {
+			desc := fmt.Sprintf("job %d", parts[0].JobID)
+			if len(parts) > 1 {
+				desc = fmt.Sprintf("%d jobs", len(parts))
+			}
+			pb = progressbar.NewOptions64(total, progressbar.OptionSetWriter(c.stderr),
+				progressbar.OptionSetDescription(desc), progressbar.OptionShowCount(),
 				progressbar.OptionShowIts(), progressbar.OptionSetItsString("acc"), progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetWidth(30))
 		}
 		if pb != nil {
-			_ = pb.Set64(int64(done))
+			_ = pb.Set64(done)
 		}
-		switch j.State {
-		case sdkclient.JobStateCOMPLETED, sdkclient.JobStateFAILED, sdkclient.JobStateCANCELLED:
-			return j, nil
+		if finished == len(parts) {
+			return jobs, nil
 		}
 		select {
 		case <-soft.Done():
@@ -315,9 +514,35 @@ func (c *cli) followJob(soft context.Context, api *sdk.Client, id int64) (*sdkcl
 	}
 }
 
-// jobReport downloads the job's failed lines (invalid or failed) into the
-// report, one row per field error, as the per-account push writes it.
-func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path string) error {
+func finishedJob(s sdkclient.JobState) bool {
+	switch s {
+	case sdkclient.JobStateCOMPLETED, sdkclient.JobStateFAILED, sdkclient.JobStateCANCELLED:
+		return true
+	}
+	return false
+}
+
+// jobsReport writes the failed lines of every job, in the file's order,
+// into one report.
+func (c *cli) jobsReport(ctx context.Context, api *sdk.Client, parts []bulkPart, path string) error {
+	rep, err := createReport(path)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := c.jobReport(ctx, api, p, rep); err != nil {
+			_ = rep.close()
+			return err
+		}
+	}
+	return rep.close()
+}
+
+// jobReport writes a job's failed lines (invalid or failed), one row per
+// field error, as the per-account push writes them; a line's number in its
+// job is turned into its number in the whole file.
+func (c *cli) jobReport(ctx context.Context, api *sdk.Client, p bulkPart, rep *reportWriter) error {
+	id := p.JobID
 	outcome, format := sdkclient.GetJobResultsParamsOutcome("failed"), sdkclient.GetJobResultsParamsFormat("ndjson")
 	resp, err := api.GetJobResults(ctx, strconv.FormatInt(id, 10), &sdkclient.GetJobResultsParams{Outcome: &outcome, Format: &format})
 	if err != nil {
@@ -328,14 +553,10 @@ func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path str
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("job %d results: %d %s", id, resp.StatusCode, clip(string(b), 300))
 	}
-	rep, err := createReport(path)
-	if err != nil {
-		return err
-	}
 	dec := json.NewDecoder(bufio.NewReaderSize(resp.Body, 256<<10))
 	for dec.More() {
 		var l struct {
-			Line     int    `json:"line"`
+			Line     int64  `json:"line"`
 			External string `json:"external_account_number"`
 			Outcome  string `json:"outcome"`
 			Platform string `json:"platform_account_number"`
@@ -344,12 +565,11 @@ func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path str
 			Errors   []struct{ Attr, Code, Detail string }
 		}
 		if err := dec.Decode(&l); err != nil {
-			_ = rep.close()
 			return fmt.Errorf("job %d results: %w", id, err)
 		}
 		ext := l.External
 		if ext == "" {
-			ext = fmt.Sprintf("line %d", l.Line)
+			ext = fmt.Sprintf("line %d", p.FirstLine+l.Line-1)
 		}
 		rows := []row{{External: ext, Outcome: l.Outcome, Platform: l.Platform, Code: l.Code, Detail: l.Detail}}
 		if len(l.Errors) > 0 {
@@ -359,11 +579,10 @@ func (c *cli) jobReport(ctx context.Context, api *sdk.Client, id int64, path str
 			}
 		}
 		if err := rep.write(rows); err != nil {
-			_ = rep.close()
 			return err
 		}
 	}
-	return rep.close()
+	return nil
 }
 
 // clip shortens s to at most n bytes for an error message.

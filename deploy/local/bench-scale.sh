@@ -26,6 +26,6 @@ bin/importctl org create "Bench Partner" >/dev/null
 KEY=$(bin/importctl apikey create --org "Bench Partner" --supplier BENCH_ENERGY --json | sed -n 's/.*"api_key": "\([^"]*\)".*/\1/p')
 
 bin/loadgen scale --api "http://$HTTP_ADDR" --api-key "$KEY" --supplier BENCH_ENERGY --accounts "$ACCOUNTS" \
-  --status-rate "${BENCH_STATUS_RATE:-200}" --api-pid "$api_pid" --worker-pid "$worker_pid" \
+  --status-rate "${BENCH_STATUS_RATE:-200}" --job-accounts "${BENCH_JOB_ACCOUNTS:-400000}" --api-pid "$api_pid" --worker-pid "$worker_pid" \
   --database-url "$DATABASE_URL" --pgbench-seconds "${BENCH_PGBENCH_SECONDS:-15}" --out results
 echo "report: results/scale.md"
