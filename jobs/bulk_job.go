@@ -38,6 +38,13 @@ type BulkJobStore interface {
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
 }
 
+// BatchSlots is the cluster-wide semaphore with batch acquisition (a bulk
+// job takes a round's slots in one atomic step).
+type BatchSlots interface {
+	Slots
+	AcquireMany(ctx context.Context, holders []string, limit int) (int, error)
+}
+
 // BulkJobHandler drains one bulk import job: it stages the job's lines in
 // chunks with the per-account staging statement, starts their attempts
 // under the cluster-wide cap and creates the accounts in multi-account
@@ -47,7 +54,7 @@ type BulkJobStore interface {
 // continues where it was, counting nothing twice.
 type BulkJobHandler struct {
 	Store BulkJobStore
-	Slots Slots
+	Slots BatchSlots
 	Queue Enqueuer
 	Log   *slog.Logger
 	Now   func() time.Time
@@ -252,21 +259,14 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	if !on {
 		capN = 0
 	}
-	var held []postgres.JobCandidate
-	for _, c := range cands {
-		ok, err := h.Slots.Acquire(ctx, queue.SlotHolder(c.ProcessID, c.Attempt+1), capN)
-		if err != nil {
-			h.release(ctx, held, 1)
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		held = append(held, c)
+	n, err := h.Slots.AcquireMany(ctx, holders(cands, 1), capN)
+	if err != nil {
+		return nil, err
 	}
-	if len(held) == 0 {
+	if n == 0 {
 		return nil, nil
 	}
+	held := cands[:n]
 	started, err := h.Store.BeginJobAttempts(ctx, job, held)
 	if err != nil {
 		h.release(ctx, held, 1)
@@ -289,6 +289,15 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	return started, nil
 }
 
+// holders names the slots of cands' attempts (plus offset, as release).
+func holders(cands []postgres.JobCandidate, offset int) []string {
+	hs := make([]string, len(cands))
+	for i, c := range cands {
+		hs[i] = queue.SlotHolder(c.ProcessID, c.Attempt+offset)
+	}
+	return hs
+}
+
 // release gives back the slots of cands' attempts (plus offset: the attempt
 // a slot was taken for before it started).
 func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandidate, offset int) {
@@ -305,10 +314,8 @@ func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandid
 // start; otherwise (resumed lines) they are held again first, uncapped.
 func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate, fresh bool, createN, parallel int) error {
 	if !fresh {
-		for _, c := range cands {
-			if _, err := h.Slots.Acquire(ctx, queue.SlotHolder(c.ProcessID, c.Attempt), 0); err != nil {
-				return err
-			}
+		if _, err := h.Slots.AcquireMany(ctx, holders(cands, 0), 0); err != nil {
+			return err
 		}
 	}
 	defer h.release(ctx, cands, 0)

@@ -52,11 +52,11 @@ type Reconciler struct {
 	Jobs   JobWaker    // nil: bulk jobs are not reconciled
 	Log    *slog.Logger
 	Every  time.Duration // how often to look
-	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task
+	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task, and a slot idle before it is freed
 	Batch  int
 
-	suspects map[queue.SlotRef]bool // idle slot owners seen on the last pass
-	cursor   postgres.StuckProcess  // where the next pass's scan of processes in progress resumes
+	suspects map[queue.SlotRef]time.Time // idle slot owners seen on the last pass, and since when
+	cursor   postgres.StuckProcess       // where the next pass's scan of processes in progress resumes
 }
 
 // Run reconciles until ctx ends.
@@ -180,10 +180,13 @@ func (r *Reconciler) keepSlots(ctx context.Context, waiting []queue.CreateAccoun
 
 // sweepSlots renews every slot whose attempt is in progress (the leases of
 // jobs waiting in a long queue must not run out) and frees slots whose
-// attempt is not in progress, when that was already so on the previous
-// pass. Normally every job releases its own slot; this catches a release
-// lost to a Redis or network blip before the lease would. Waiting a pass
-// spares the instant between the API taking a slot and starting its attempt.
+// attempt has not been in progress on any pass for at least Grace.
+// Normally every job releases its own slot; this catches a release lost to
+// a Redis or network blip before the lease would. Waiting Grace, not one
+// pass, spares the moment between taking a slot and starting its attempt
+// (the API's one statement, a bulk job's batch of them), however slow a
+// loaded machine makes it: freed then, the slot would go to another account
+// while this one starts anyway, and the cap would be exceeded.
 // A slot names its attempt, so a newer attempt's slot is never freed here.
 func (r *Reconciler) sweepSlots(ctx context.Context) error {
 	holders, err := r.Slots.Holders(ctx)
@@ -202,14 +205,19 @@ func (r *Reconciler) sweepSlots(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	suspects := make(map[queue.SlotRef]bool, len(idle))
+	now := time.Now()
+	suspects := make(map[queue.SlotRef]time.Time, len(idle))
 	for _, ref := range idle {
-		if r.suspects[ref] {
+		since, seen := r.suspects[ref]
+		if seen && now.Sub(since) >= r.Grace {
 			if err := r.Slots.Release(ctx, holderOf[ref]); err != nil {
 				return err
 			}
 		} else {
-			suspects[ref] = true
+			if !seen {
+				since = now
+			}
+			suspects[ref] = since
 		}
 		delete(holderOf, ref)
 	}

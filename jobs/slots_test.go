@@ -228,3 +228,53 @@ func TestReconcilerRetakesLostSlotsOfEveryBatch(t *testing.T) {
 		}
 	}
 }
+
+// A slot taken for an attempt that has not started yet (the API and bulk
+// jobs take the slot first, then start the attempt) survives the sweep's
+// passes until Grace has gone by, however many passes come first: freed
+// early, it would go to another account while this one starts anyway, and
+// more accounts than the cap would be in progress. Once Grace has passed
+// with the attempt never started, the slot is freed.
+func TestSweepKeepsASlotWhoseAttemptIsStarting(t *testing.T) {
+	e := newSlotEnv(t, time.Minute)
+	p := e.stage("EXT-1")
+	task := queue.CreateAccount{ProcessID: p.ID, SupplierID: e.supplier.ID, ExternalAccountNumber: p.ExternalAccountNumber, Attempt: p.Attempt + 1}
+	if ok, err := e.slots.Acquire(e.ctx, task.SlotHolder(), 0); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	const grace = 1500 * time.Millisecond
+	r := e.reconciler(10)
+	r.Grace = grace
+	// A loaded machine: several passes before the attempt's statement runs.
+	for range 4 {
+		if _, err := r.Once(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e.held(task.SlotHolder()) {
+		t.Fatal("the sweep freed the slot of an attempt about to start")
+	}
+	// An attempt that never starts (its starter died) loses its slot once
+	// Grace has passed.
+	other := e.stage("EXT-2")
+	orphan := queue.SlotHolder(other.ID, other.Attempt+1)
+	if ok, err := e.slots.Acquire(e.ctx, orphan, 0); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, _, err := e.db.StartAttempt(e.ctx, p.ID, p.Attempt, e.teamID, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(grace + time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := r.Once(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !e.held(task.SlotHolder()) {
+		t.Error("the sweep freed the slot of a started attempt")
+	}
+	if e.held(orphan) {
+		t.Errorf("slot %s of an attempt that never started was not freed after Grace", orphan)
+	}
+}

@@ -59,7 +59,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{})}
-	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease)
+	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithRecount(db.InProgressSlotHolders)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
 	w.registerGauges(ctx, slots)

@@ -190,6 +190,25 @@ func (db *DB) InProgressSince(ctx context.Context, before time.Time, after Stuck
 	return out, nil
 }
 
+// InProgressSlotHolders names the slot of every attempt in progress: what
+// the cluster-wide count must hold again when Redis lost it (see
+// queue.Semaphore.WithRecount). The partial index on processes in progress
+// finds them without a scan.
+func (db *DB) InProgressSlotHolders(ctx context.Context) ([]string, error) {
+	var rows []struct {
+		ID      int64
+		Attempt int
+	}
+	if err := db.gorm.WithContext(ctx).Raw(`SELECT id, attempt FROM import_processes WHERE v2_status = 'IN_PROGRESS'`).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("attempts in progress: %w", err)
+	}
+	holders := make([]string, len(rows))
+	for i, r := range rows {
+		holders[i] = queue.SlotHolder(r.ID, r.Attempt)
+	}
+	return holders, nil
+}
+
 // CountInProgress counts accounts being created now, each holding a slot
 // under the cluster-wide cap (a metric and a test probe); scheduled ones
 // still waiting for their window or a slot are not counted.

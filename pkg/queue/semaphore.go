@@ -34,6 +34,7 @@ type Semaphore struct {
 	c       goredis.UniversalClient
 	key     string
 	leaseMS int64
+	recount func(context.Context) ([]string, error)
 }
 
 // NewSemaphore returns a semaphore on the sorted set key (used as given:
@@ -45,6 +46,23 @@ func NewSemaphore(c goredis.UniversalClient, key string, lease time.Duration) *S
 	}
 	return &Semaphore{c: c, key: key, leaseMS: lease.Milliseconds()}
 }
+
+// WithRecount fences the count against a Redis that lost it. Redis keeps a
+// marker beside the slots; after a FLUSHALL, a restart without persistence
+// or a failover to a replica that missed writes, the marker is gone with
+// the slots, and a capped acquire, instead of counting from zero (granting
+// a whole cap more while the accounts already in progress keep running),
+// first takes again the slots of every holder recount names (the attempts
+// in progress, from Postgres), sets the marker and only then counts. It
+// returns s.
+func (s *Semaphore) WithRecount(recount func(context.Context) ([]string, error)) *Semaphore {
+	s.recount = recount
+	return s
+}
+
+// uncounted is what the acquire scripts answer when the fence's marker is
+// missing.
+const uncounted = -1
 
 // errNoHolder rejects an empty holder name.
 var errNoHolder = errors.New("queue: semaphore holder is empty")
@@ -58,6 +76,9 @@ local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+local function uncounted(limit)
+  return limit > 0 and ARGV[#ARGV] == '1' and redis.call('EXISTS', KEYS[2]) == 0
+end
 local function touch()
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[2] then
@@ -66,19 +87,65 @@ local function touch()
 end
 `
 
-// Acquire: ARGV = holder, limit, lease ms. Returns 1 when the holder holds a
-// slot afterwards, 0 when full. A holder already in the set is refreshed
+// Acquire: KEYS = slots, marker; ARGV = holder, limit, lease ms, fenced.
+// Returns 1 when the holder holds a slot afterwards, 0 when full, -1 when
+// fenced and the count was lost. A holder already in the set is refreshed
 // whatever the limit (it already counts). limit <= 0 means no limit.
 var acquireScript = goredis.NewScript(luaPrelude + `
 local holder = ARGV[1]
 local limit = tonumber(ARGV[2])
 local expiry = now + tonumber(ARGV[3])
+if uncounted(limit) then
+  return -1
+end
 if not redis.call('ZSCORE', key, holder) then
   if limit > 0 and redis.call('ZCARD', key) >= limit then
     return 0
   end
 end
 redis.call('ZADD', key, expiry, holder)
+touch()
+return 1
+`)
+
+// AcquireMany: KEYS = slots, marker; ARGV = limit, lease ms, holders...,
+// fenced. Takes the holders' slots in order and stops at the first the
+// limit refuses; returns how many it took (-1 as Acquire). One script, so
+// nothing (a FLUSHALL, another acquirer) comes between counting a slot and
+// taking the next: the count never restarts midway.
+var acquireManyScript = goredis.NewScript(luaPrelude + `
+local limit = tonumber(ARGV[1])
+local expiry = now + tonumber(ARGV[2])
+if uncounted(limit) then
+  return -1
+end
+local taken = 0
+for i = 3, #ARGV - 1 do
+  local holder = ARGV[i]
+  if not redis.call('ZSCORE', key, holder) then
+    if limit > 0 and redis.call('ZCARD', key) >= limit then
+      break
+    end
+  end
+  redis.call('ZADD', key, expiry, holder)
+  taken = taken + 1
+end
+touch()
+return taken
+`)
+
+// Recount: KEYS = slots, marker; ARGV = lease ms, holders... Holds every
+// listed holder's slot (never shortening a lease) and sets the marker: the
+// count is whole again.
+var recountScript = goredis.NewScript(luaPrelude + `
+local expiry = now + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  local cur = redis.call('ZSCORE', key, ARGV[i])
+  if not cur or expiry > tonumber(cur) then
+    redis.call('ZADD', key, expiry, ARGV[i])
+  end
+end
+redis.call('SET', KEYS[2], '1')
 touch()
 return 1
 `)
@@ -156,11 +223,77 @@ func (s *Semaphore) Acquire(ctx context.Context, holder string, limit int) (ok b
 	if holder == "" {
 		return false, errNoHolder
 	}
-	n, err := acquireScript.Run(ctx, s.c, []string{s.key}, holder, limit, s.leaseMS).Int()
+	n, err := s.fenced(ctx, func() (int, error) {
+		return acquireScript.Run(ctx, s.c, s.keys(), holder, limit, s.leaseMS, s.fence()).Int()
+	})
 	if err != nil {
 		return false, fmt.Errorf("semaphore acquire %s: %w", holder, err)
 	}
 	return n == 1, nil
+}
+
+// keys are the scripts' KEYS: the slots and the fence's marker.
+func (s *Semaphore) keys() []string { return []string{s.key, s.key + ":counted"} }
+
+// fence is the scripts' last argument: whether a lost count is recounted.
+func (s *Semaphore) fence() string {
+	if s.recount == nil {
+		return "0"
+	}
+	return "1"
+}
+
+// fenced runs an acquire script; if it finds the count lost, the slots of
+// the attempts in progress are taken again first and it runs once more (a
+// second loss at once answers "full": the caller retries later).
+func (s *Semaphore) fenced(ctx context.Context, run func() (int, error)) (int, error) {
+	n, err := run()
+	if err != nil || n != uncounted {
+		return n, err
+	}
+	holders, err := s.recount(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("recount slots: %w", err)
+	}
+	args := make([]any, 0, len(holders)+1)
+	args = append(args, s.leaseMS)
+	for _, h := range holders {
+		args = append(args, h)
+	}
+	if err := recountScript.Run(ctx, s.c, s.keys(), args...).Err(); err != nil {
+		return 0, fmt.Errorf("recount %d slots: %w", len(holders), err)
+	}
+	if n, err = run(); n == uncounted {
+		n = 0
+	}
+	return n, err
+}
+
+// AcquireMany is Acquire for a batch, atomically: it takes the holders'
+// slots in order until the limit refuses one and returns how many it took
+// (holders[:n] hold slots). Taken one by one, a Redis that lost its slots
+// midway (FLUSHALL, failover) would count the batch from zero again and
+// grant more than the limit. Callers bound the batch (a bulk job's round).
+func (s *Semaphore) AcquireMany(ctx context.Context, holders []string, limit int) (int, error) {
+	if len(holders) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(holders)+3)
+	args = append(args, limit, s.leaseMS)
+	for _, h := range holders {
+		if h == "" {
+			return 0, errNoHolder
+		}
+		args = append(args, h)
+	}
+	args = append(args, s.fence())
+	n, err := s.fenced(ctx, func() (int, error) {
+		return acquireManyScript.Run(ctx, s.c, s.keys(), args...).Int()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("semaphore acquire %d holders: %w", len(holders), err)
+	}
+	return n, nil
 }
 
 // Renew extends the holder's lease to lease from now (never shortens it);

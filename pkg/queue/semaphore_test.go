@@ -427,3 +427,121 @@ func TestHolderRefRoundTrip(t *testing.T) {
 		t.Fatal("two attempts of one process share a slot holder")
 	}
 }
+
+// AcquireMany takes a prefix of the batch up to the limit (holders that
+// already hold a slot are refreshed and not counted twice), and concurrent
+// batches never take more than the limit between them.
+func TestAcquireManyTakesAPrefixUnderTheLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, 10*time.Second)
+	if ok, err := s.Acquire(ctx, "P/1", 5); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	n, err := s.AcquireMany(ctx, []string{"P/1", "P/2", "P/3", "P/4", "P/5", "P/6", "P/7"}, 5)
+	if err != nil || n != 5 {
+		t.Fatalf("AcquireMany = %d, %v; want 5 (P/1 already held, P/2..P/5 taken)", n, err)
+	}
+	mustInUse(t, s, 5)
+	if n, err := s.AcquireMany(ctx, []string{"P/9", "P/1"}, 5); err != nil || n != 0 {
+		t.Fatalf("full: AcquireMany = %d, %v; want 0 (it stops at the first refusal)", n, err)
+	}
+	if n, err := s.AcquireMany(ctx, []string{"P/9", "P/10"}, 0); err != nil || n != 2 {
+		t.Fatalf("no limit: AcquireMany = %d, %v; want 2", n, err)
+	}
+	mustInUse(t, s, 7)
+	if _, err := s.AcquireMany(ctx, []string{"P/11", ""}, 0); err == nil {
+		t.Fatal("an empty holder was accepted")
+	}
+
+	c := newSem(t, 10*time.Second)
+	const batches, size, limit = 20, 7, 10
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	for b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hs := make([]string, size)
+			for i := range hs {
+				hs[i] = fmt.Sprintf("B%d/%d", b, i)
+			}
+			n, err := c.AcquireMany(ctx, hs, limit)
+			if err != nil {
+				t.Error(err)
+			}
+			won.Add(int32(n))
+		}()
+	}
+	wg.Wait()
+	if won.Load() != limit {
+		t.Fatalf("concurrent batches took %d slots under a limit of %d", won.Load(), limit)
+	}
+	mustInUse(t, c, limit)
+}
+
+// A fenced semaphore whose slots Redis lost (FLUSHALL) does not count from
+// zero: its first capped acquire holds again the slots of the attempts in
+// progress that recount names, then counts. Unfenced, the same loss grants
+// a whole limit more.
+func TestFencedSemaphoreRecountsALostCount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inProgress := []string{"process:1:1", "process:2:1", "process:3:2"}
+	var recounts atomic.Int32
+	s := newSem(t, 10*time.Second)
+	s.WithRecount(func(context.Context) ([]string, error) {
+		recounts.Add(1)
+		return inProgress, nil
+	})
+	lose := func() {
+		if err := rdb.Del(ctx, s.key, s.key+":counted").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose() // a fresh Redis is a lost count too: the first acquire recounts
+	if ok, err := s.Acquire(ctx, "process:4:1", 4); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := s.Acquire(ctx, "process:5:1", 4); err != nil || ok {
+		t.Fatalf("5th account under a limit of 4 with 3 in progress: %v, %v", ok, err)
+	}
+	if recounts.Load() != 1 {
+		t.Fatalf("%d recounts, want 1", recounts.Load())
+	}
+	lose()
+	if n, err := s.AcquireMany(ctx, []string{"process:5:1", "process:6:1"}, 4); err != nil || n != 1 {
+		t.Fatalf("after the loss: AcquireMany = %d, %v; want 1 (3 in progress again, limit 4)", n, err)
+	}
+	mustInUse(t, s, 4)
+	// Without a limit nothing needs the count: no recount.
+	lose()
+	if ok, err := s.Acquire(ctx, "process:7:1", 0); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if recounts.Load() != 2 {
+		t.Fatalf("%d recounts, want 2", recounts.Load())
+	}
+	// A recount that fails is an error, never a slot granted on a lost count.
+	f := newSem(t, 10*time.Second)
+	if err := rdb.Del(ctx, f.key+":counted").Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.WithRecount(func(context.Context) ([]string, error) { return nil, fmt.Errorf("postgres down") })
+	if ok, err := f.Acquire(ctx, "process:8:1", 4); err == nil || ok {
+		t.Fatalf("acquire with a failed recount: %v, %v", ok, err)
+	}
+	// Unfenced (no recount), a loss counts from zero.
+	u := newSem(t, 10*time.Second)
+	for i := range 4 {
+		if ok, err := u.Acquire(ctx, fmt.Sprintf("process:%d:1", 10+i), 4); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	if err := rdb.Del(ctx, u.key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := u.Acquire(ctx, "process:20:1", 4); err != nil || !ok {
+		t.Fatal("unfenced semaphore after a loss", ok, err)
+	}
+}
