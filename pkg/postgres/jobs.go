@@ -933,12 +933,18 @@ var batchFallbacks atomic.Int64
 // outcome to their final outcome, and the counters with them, in one
 // statement: created (with the platform number), failed (with the error),
 // cancelled; a dry run that succeeded stays staged and says so.
-const resolveJobLines = `
+// resolveJobLinesOf does it for the lines listed in $2 only.
+var (
+	resolveJobLines   = fmt.Sprintf(resolveJobLinesSQL, "")
+	resolveJobLinesOf = fmt.Sprintf(resolveJobLinesSQL, "AND rec.line = ANY($2::bigint[])")
+)
+
+const resolveJobLinesSQL = `
 	WITH r AS (
 		SELECT rec.line, a.outcome, a.error, a.platform_account_number
 		  FROM import_job_records rec
 		  JOIN import_attempts a ON a.process_id = rec.process_id AND a.attempt = rec.attempt
-		 WHERE rec.job_id = $1 AND rec.outcome = 'in_progress'
+		 WHERE rec.job_id = $1 AND rec.outcome = 'in_progress' %s
 		   FOR UPDATE OF rec
 	), u AS (
 		UPDATE import_job_records rec
@@ -961,9 +967,14 @@ const resolveJobLines = `
 	 WHERE id = $1`
 
 // ResolveJobLines settles the job's lines whose creation attempt ended,
-// whoever ran it (this job's batch, a retried task, the reconciler).
-func (db *DB) ResolveJobLines(ctx context.Context, jobID int64) error {
-	if _, err := db.sql.ExecContext(ctx, resolveJobLines, jobID); err != nil {
+// whoever ran it (this job's batch, a retried task, the reconciler): those
+// listed, or with lines nil every line of the job in flight.
+func (db *DB) ResolveJobLines(ctx context.Context, jobID int64, lines []int64) error {
+	query, args := resolveJobLines, []any{jobID}
+	if lines != nil {
+		query, args = resolveJobLinesOf, []any{jobID, lines}
+	}
+	if _, err := db.sql.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("resolve job %d lines: %w", jobID, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -232,8 +233,16 @@ func (s *Semaphore) Acquire(ctx context.Context, holder string, limit int) (ok b
 	return n == 1, nil
 }
 
-// keys are the scripts' KEYS: the slots and the fence's marker.
-func (s *Semaphore) keys() []string { return []string{s.key, s.key + ":counted"} }
+// keys are the scripts' KEYS: the slots and the fence's marker, which
+// hashes to the slots' Redis Cluster slot (a script's keys must share one):
+// by the slots key's own hash tag, or with the whole key as its tag (a key
+// without a tag hashes by its whole name).
+func (s *Semaphore) keys() []string {
+	if open := strings.IndexByte(s.key, '{'); open >= 0 && strings.IndexByte(s.key[open+1:], '}') > 0 {
+		return []string{s.key, s.key + ":counted"}
+	}
+	return []string{s.key, "{" + s.key + "}:counted"}
+}
 
 // fence is the scripts' last argument: whether a lost count is recounted.
 func (s *Semaphore) fence() string {

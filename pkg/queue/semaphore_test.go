@@ -495,7 +495,7 @@ func TestFencedSemaphoreRecountsALostCount(t *testing.T) {
 		return inProgress, nil
 	})
 	lose := func() {
-		if err := rdb.Del(ctx, s.key, s.key+":counted").Err(); err != nil {
+		if err := rdb.Del(ctx, s.key, "{"+s.key+"}:counted").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -524,7 +524,7 @@ func TestFencedSemaphoreRecountsALostCount(t *testing.T) {
 	}
 	// A recount that fails is an error, never a slot granted on a lost count.
 	f := newSem(t, 10*time.Second)
-	if err := rdb.Del(ctx, f.key+":counted").Err(); err != nil {
+	if err := rdb.Del(ctx, "{"+f.key+"}:counted").Err(); err != nil {
 		t.Fatal(err)
 	}
 	f.WithRecount(func(context.Context) ([]string, error) { return nil, fmt.Errorf("postgres down") })

@@ -1,0 +1,135 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridshift/dataimport/jobs"
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// wholeJobCounter counts the bulk handler's reads that look at every line
+// of the job (lines in flight, lines to settle), which grow dearer as the
+// job goes on.
+type wholeJobCounter struct {
+	*postgres.DB
+	inFlight, resolveAll, resolveSome atomic.Int64
+}
+
+func (c *wholeJobCounter) JobInFlight(ctx context.Context, jobID int64, limit int) ([]postgres.JobCandidate, error) {
+	c.inFlight.Add(1)
+	return c.DB.JobInFlight(ctx, jobID, limit)
+}
+
+func (c *wholeJobCounter) ResolveJobLines(ctx context.Context, jobID int64, lines []int64) error {
+	if lines == nil {
+		c.resolveAll.Add(1)
+	} else {
+		c.resolveSome.Add(1)
+	}
+	return c.DB.ResolveJobLines(ctx, jobID, lines)
+}
+
+// receivedJob makes a PROCESSING job of n copies of the sample account, as
+// an upload leaves it.
+func (e *slotEnv) receivedJob(n int) dataimport.Job {
+	e.t.Helper()
+	raw, err := os.ReadFile("../pkg/dataimport/testdata/account_valid.json")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	org, err := e.db.CreateOrganisation(e.ctx, "Bulk Partner")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	// The sample account's phone numbers are British.
+	sup, err := e.db.CreateSupplier(e.ctx, dataimport.Supplier{Code: "BULK", PhoneRegion: "GB"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	job, _, err := e.db.CreateJob(e.ctx, postgres.NewJob{OrganisationID: org.ID, SupplierID: sup.ID, TeamID: &e.teamID, Create: true}, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, err = e.db.ReceiveJob(e.ctx, job.ID, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
+		for i := range n {
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				return err
+			}
+			ext := fmt.Sprintf("EXT-%04d", i)
+			m["import_supplier"], m["external_account_number"] = sup.Code, ext
+			line, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			acc, err := dataimport.DecodeAccount(line, dataimport.AccountRules{PhoneRegion: sup.PhoneRegion})
+			if err != nil {
+				return err
+			}
+			payload, err := json.Marshal(acc)
+			if err != nil {
+				return err
+			}
+			if err := emit(postgres.JobLine{Line: i + 1, External: ext, Payload: payload}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return job
+}
+
+// A bulk job's rounds settle only the lines they created: the whole job's
+// lines in flight are looked at when a run starts and after a round with
+// nothing to do, not once per round (each such look walks every line the
+// job ever had in flight, dead index entries included, and slowed a
+// million-line job down as it grew).
+func TestBulkJobRoundsLookOnlyAtTheirOwnLines(t *testing.T) {
+	e := newSlotEnv(t, time.Minute)
+	const n = 400
+	job := e.receivedJob(n)
+	store := &wholeJobCounter{DB: e.db}
+	h := &jobs.BulkJobHandler{Store: store, Slots: e.slots, Queue: e.client, Log: quiet(), Now: time.Now, Lease: time.Minute,
+		CreateBatch: 10, Parallel: 2}
+	task, err := queue.BulkJob{JobID: job.ID}.Task()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProcessTask(e.ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		State    string
+		NCreated int64
+	}
+	if err := e.db.Gorm().Raw(`SELECT state, n_created FROM import_jobs WHERE id = ?`, job.ID).Scan(&v).Error; err != nil {
+		t.Fatal(err)
+	}
+	if v.State != "COMPLETED" || v.NCreated != n {
+		t.Fatalf("job %s with %d created, want COMPLETED with %d", v.State, v.NCreated, n)
+	}
+	rounds := store.resolveSome.Load()
+	if rounds < n/20-1 { // the first round looks at the whole job
+		t.Fatalf("%d rounds settled their own lines, want at least %d (20 accounts a round)", rounds, n/20-1)
+	}
+	if whole := store.inFlight.Load() + store.resolveAll.Load(); whole > 8 {
+		t.Fatalf("%d whole-job reads over %d rounds: the job is walked every round", whole, rounds)
+	}
+	if left := e.db.Gorm().Raw(`SELECT 1 FROM import_job_records WHERE job_id = ? AND outcome <> 'created'`, job.ID).Row(); left.Scan(new(int)) == nil {
+		t.Fatal("a line of the completed job is not created")
+	}
+}
