@@ -16,6 +16,9 @@ import (
 func main() { app.Main("worker", run) }
 
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	if err := app.LowerPriority(cfg.WorkerNice); err != nil {
+		log.Warn("worker priority not lowered", "err", err.Error())
+	}
 	w, err := app.NewWorker(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ cd "$ROOT"
 ACCOUNTS=${BENCH_ACCOUNTS:-1500000}
 export HTTP_ADDR=${BENCH_HTTP_ADDR:-127.0.0.1:18090}
 export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18091}
-export LOG_LEVEL=warn
 command -v pgbench >/dev/null || { echo "installing pgbench (postgresql-contrib)" >&2; apt-get update -qq && apt-get install -y -qq postgresql-contrib >/dev/null; }
 
 use_database dataimport_bench_scale fresh

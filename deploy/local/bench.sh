@@ -12,7 +12,6 @@ PARALLEL=${BENCH_PARALLEL:-32}
 export WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-50}
 export HTTP_ADDR=${BENCH_HTTP_ADDR:-127.0.0.1:18080}
 export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18081}
-export LOG_LEVEL=warn
 # The webhook-lag phase's receiver listens on 127.0.0.1.
 export WEBHOOK_ALLOW_PRIVATE=true
 command -v pgbench >/dev/null || { echo "installing pgbench (postgresql-contrib)" >&2; apt-get update -qq && apt-get install -y -qq postgresql-contrib >/dev/null; }

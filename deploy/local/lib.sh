@@ -23,13 +23,9 @@ use_database() {
 }
 
 # start NAME: run bin/NAME in the background, logging under $DATA_DIR/logs.
-# On one shared host the worker runs at a lower CPU priority (WORKER_NICE,
-# default 10): its batch work yields to the API's interactive requests, as
-# separate pods would give them separate CPUs.
+# (The worker lowers its own CPU priority, WORKER_NICE, default 10.)
 start() {
-  local niceness=0
-  [ "$1" = worker ] && niceness=${WORKER_NICE:-10}
-  nice -n "$niceness" "$ROOT/bin/$1" >>"$DATA_DIR/logs/$1.log" 2>&1 &
+  "$ROOT/bin/$1" >>"$DATA_DIR/logs/$1.log" 2>&1 &
   pids+=($!)
 }
 

@@ -23,6 +23,9 @@ type Config struct {
 	WorkerConcurrency int           `env:"WORKER_CONCURRENCY"`
 	DatabaseMaxConns  int           `env:"DATABASE_MAX_CONNS"` // per process and pool; default 4 per CPU
 	WorkerDBWriters   int           `env:"WORKER_DB_WRITERS"`  // account-creation transactions per worker at once; default 1 per CPU
+	// WorkerNice is the niceness a worker gives itself: its batch work
+	// yields the CPU to an API sharing the host (0: keep the priority).
+	WorkerNice int `env:"WORKER_NICE" envDefault:"10"`
 	TokenSecret       string        `env:"TOKEN_SECRET"`
 	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
 	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
