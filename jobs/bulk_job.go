@@ -67,6 +67,24 @@ type BulkJobHandler struct {
 	StageBatch  int // lines staged per statement; 0: 500
 	CreateBatch int // accounts per creation transaction; 0: 100
 	Parallel    int // creation transactions at once; 0: 4
+
+	// Jobs run their rounds (stage, start, create, settle) one at a time
+	// per worker process: several jobs at once add no throughput on a
+	// Postgres that is already busy, only more backends competing with the
+	// partners' status reads for its CPU. They take turns round by round.
+	roundOnce sync.Once
+	round     chan struct{}
+}
+
+// takeRound waits for this process's turn to run a job round.
+func (h *BulkJobHandler) takeRound(ctx context.Context) (release func(), err error) {
+	h.roundOnce.Do(func() { h.round = make(chan struct{}, 1) })
+	select {
+	case h.round <- struct{}{}:
+		return func() { <-h.round }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (h *BulkJobHandler) defaults() (stage, create, parallel int, slice time.Duration) {
@@ -175,8 +193,17 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 	// lines with autovacuum off), once per round it would slow the job
 	// down as it grows.
 	wholeJob := true
+	// The turn held for the round under way (released before waiting and
+	// when the round ends, or on return).
+	var turn func()
+	defer func() {
+		if turn != nil {
+			turn()
+		}
+	}()
 	for {
-		if err := ctx.Err(); err != nil {
+		var err error
+		if turn, err = h.takeRound(ctx); err != nil {
 			return false, err
 		}
 		progress := false
@@ -252,11 +279,17 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 			// Waiting: for slots under the cap, or for attempts another
 			// path is running. Look from the start again next round.
 			stagedTo, startedTo, wholeJob = 0, 0, true
+			turn()
+			turn = nil
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
 			case <-time.After(200 * time.Millisecond):
 			}
+		}
+		if turn != nil {
+			turn()
+			turn = nil
 		}
 		if time.Now().After(until) {
 			return false, nil

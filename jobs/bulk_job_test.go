@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,16 +43,22 @@ func (c *wholeJobCounter) ResolveJobLines(ctx context.Context, jobID int64, line
 // an upload leaves it.
 func (e *slotEnv) receivedJob(n int) dataimport.Job {
 	e.t.Helper()
+	return e.receivedJobFor(n, "Bulk Partner", "BULK")
+}
+
+// receivedJobFor is receivedJob for its own organisation and supplier.
+func (e *slotEnv) receivedJobFor(n int, orgName, supplier string) dataimport.Job {
+	e.t.Helper()
 	raw, err := os.ReadFile("../pkg/dataimport/testdata/account_valid.json")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	org, err := e.db.CreateOrganisation(e.ctx, "Bulk Partner")
+	org, err := e.db.CreateOrganisation(e.ctx, orgName)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	// The sample account's phone numbers are British.
-	sup, err := e.db.CreateSupplier(e.ctx, dataimport.Supplier{Code: "BULK", PhoneRegion: "GB"})
+	sup, err := e.db.CreateSupplier(e.ctx, dataimport.Supplier{Code: supplier, PhoneRegion: "GB"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -198,5 +205,81 @@ func TestReceiveJobOnAnalyzedTableMarksDuplicatesInOnePass(t *testing.T) {
 	}
 	if want := fmt.Sprintf("Line %d has the same external_account_number", n-5000+1); len(detail) < len(want) || detail[:len(want)] != want {
 		t.Fatalf("line 1: %q, want it replaced by line %d", detail, n-5000+1)
+	}
+}
+
+// roundCounter records how many jobs are inside a round's Postgres work at
+// once in one worker process.
+type roundCounter struct {
+	*postgres.DB
+	mu     sync.Mutex
+	active map[int64]int
+	most   int
+}
+
+func (c *roundCounter) enter(jobID int64) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active[jobID]++
+	c.most = max(c.most, len(c.active))
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.active[jobID]--; c.active[jobID] == 0 {
+			delete(c.active, jobID)
+		}
+	}
+}
+
+func (c *roundCounter) StageJobChunk(ctx context.Context, job dataimport.Job, after int64, limit int) (int, int64, error) {
+	defer c.enter(job.ID)()
+	time.Sleep(2 * time.Millisecond) // widen the window two unserialised jobs would overlap in
+	return c.DB.StageJobChunk(ctx, job, after, limit)
+}
+
+func (c *roundCounter) CreateJobAccounts(ctx context.Context, jobID int64, ins []postgres.CreationInput) ([]postgres.CreationResult, []error) {
+	defer c.enter(jobID)()
+	time.Sleep(2 * time.Millisecond)
+	return c.DB.CreateJobAccounts(ctx, jobID, ins)
+}
+
+// Two jobs processed at once by one worker take turns round by round: at
+// most one job's statements run at a time (more only compete with status
+// reads for Postgres's CPU), and both finish.
+func TestBulkJobsTakeTurnsInOneWorker(t *testing.T) {
+	e := newSlotEnv(t, time.Minute)
+	const n = 200
+	a, b := e.receivedJobFor(n, "Partner A", "BULK_A"), e.receivedJobFor(n, "Partner B", "BULK_B")
+	store := &roundCounter{DB: e.db, active: map[int64]int{}}
+	h := &jobs.BulkJobHandler{Store: store, Slots: e.slots, Queue: e.client, Log: quiet(), Now: time.Now, Lease: time.Minute,
+		StageBatch: 20, CreateBatch: 10, Parallel: 2}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, job := range []dataimport.Job{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task, err := queue.BulkJob{JobID: job.ID}.Task()
+			if err == nil {
+				err = h.ProcessTask(e.ctx, task)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var created int64
+	if err := e.db.Gorm().Raw(`SELECT sum(n_created) FROM import_jobs WHERE id IN (?, ?) AND state = 'COMPLETED'`, a.ID, b.ID).Scan(&created).Error; err != nil {
+		t.Fatal(err)
+	}
+	if created != 2*n {
+		t.Fatalf("%d accounts created by the two completed jobs, want %d", created, 2*n)
+	}
+	if store.most != 1 {
+		t.Fatalf("%d jobs ran rounds at once in one worker, want 1", store.most)
 	}
 }

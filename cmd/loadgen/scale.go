@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gridshift/dataimport/pkg/priority"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -428,17 +430,22 @@ var errUnauthorized = errors.New("401 unauthorized")
 func uploadJobOnce(ctx context.Context, c *client, cfg scaleConfig, lo, hi int) (string, int64, error) {
 	pr, pw := io.Pipe()
 	sent := &countingWriter{w: pw}
+	// The partner's side of the upload (generating and gzipping the body)
+	// runs niced: a real partner does this on its own machine, and here it
+	// must not delay this process's status reader, which times the service.
 	go func() {
-		zw, _ := gzip.NewWriterLevel(sent, gzip.BestSpeed)
-		enc := json.NewEncoder(zw)
-		var err error
-		for i := lo; i < hi && err == nil; i++ {
-			err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, i), i))
-		}
-		if err == nil {
-			err = zw.Close()
-		}
-		_ = pw.CloseWithError(err)
+		_ = priority.Run(10, func() error {
+			zw, _ := gzip.NewWriterLevel(sent, gzip.BestSpeed)
+			enc := json.NewEncoder(zw)
+			var err error
+			for i := lo; i < hi && err == nil; i++ {
+				err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, i), i))
+			}
+			if err == nil {
+				err = zw.Close()
+			}
+			return pw.CloseWithError(err)
+		})
 	}()
 	q := "import_supplier=" + cfg.Supplier + "&operations_team_name=" + strings.ReplaceAll(cfg.Team, " ", "+")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.API+"/v1/data-import/jobs/?"+q, pr)

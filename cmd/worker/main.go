@@ -11,12 +11,13 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/app"
 	"github.com/gridshift/dataimport/pkg/config"
+	"github.com/gridshift/dataimport/pkg/priority"
 )
 
 func main() { app.Main("worker", run) }
 
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	if err := app.LowerPriority(cfg.WorkerNice); err != nil {
+	if err := priority.Lower(cfg.BatchNice); err != nil {
 		log.Warn("worker priority not lowered", "err", err.Error())
 	}
 	w, err := app.NewWorker(ctx, cfg, log)

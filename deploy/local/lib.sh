@@ -23,7 +23,7 @@ use_database() {
 }
 
 # start NAME: run bin/NAME in the background, logging under $DATA_DIR/logs.
-# (The worker lowers its own CPU priority, WORKER_NICE, default 10.)
+# (The worker lowers its own CPU priority: BATCH_NICE, default 10.)
 start() {
   "$ROOT/bin/$1" >>"$DATA_DIR/logs/$1.log" 2>&1 &
   pids+=($!)
