@@ -79,6 +79,9 @@ type BulkJobHandler struct {
 // takeRound waits for this process's turn to run a job round.
 func (h *BulkJobHandler) takeRound(ctx context.Context) (release func(), err error) {
 	h.roundOnce.Do(func() { h.round = make(chan struct{}, 1) })
+	if err := ctx.Err(); err != nil {
+		return nil, err // a free turn must not start a round of a stopped run
+	}
 	select {
 	case h.round <- struct{}{}:
 		return func() { <-h.round }, nil

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/gridshift/dataimport/pkg/priority"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/gridshift/dataimport/pkg/priority"
 )
 
 // loadgen scale (`make bench-scale`): BENCH_ACCOUNTS accounts through one

@@ -15,28 +15,24 @@ import (
 
 // Config is shared by every binary; each uses the parts it needs.
 type Config struct {
-	DatabaseURL       string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/dataimport?sslmode=disable"`
-	RedisURL          string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
-	DatabaseReadURL   string `env:"DATABASE_READ_URL"` // empty: status and list reads go to DATABASE_URL
-	HTTPAddr          string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
-	WorkerHTTPAddr    string `env:"WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
-	WorkerConcurrency int    `env:"WORKER_CONCURRENCY"`
-	DatabaseMaxConns  int    `env:"DATABASE_MAX_CONNS"` // per process and pool; default 4 per CPU
-	WorkerDBWriters   int    `env:"WORKER_DB_WRITERS"`  // account-creation transactions per worker at once; default 1 per CPU
-	// BatchNice is the niceness of batch work (a worker process, an API's
-	// bulk-upload reader): it yields the CPU to partners' interactive
-	// requests on a shared host (0: keep the priority).
-	BatchNice       int           `env:"BATCH_NICE" envDefault:"10"`
-	TokenSecret     string        `env:"TOKEN_SECRET"`
-	TokenTTL        time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
-	RefreshTokenTTL time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
-	ProcessWait     time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
-	IdempotencyTTL  time.Duration `env:"IDEMPOTENCY_TTL" envDefault:"24h"` // how long an Idempotency-Key's answer is replayed
-	SlotLease       time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
-	WorkerPoll      time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"20ms"`
-	ReconcileEvery  time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
-	ReconcileGrace  time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
-	MaxBodyBytesRaw string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
+	DatabaseURL       string        `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/dataimport?sslmode=disable"`
+	RedisURL          string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
+	DatabaseReadURL   string        `env:"DATABASE_READ_URL"` // empty: status and list reads go to DATABASE_URL
+	HTTPAddr          string        `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	WorkerHTTPAddr    string        `env:"WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
+	WorkerConcurrency int           `env:"WORKER_CONCURRENCY"`
+	DatabaseMaxConns  int           `env:"DATABASE_MAX_CONNS"` // per process and pool; default 4 per CPU
+	WorkerDBWriters   int           `env:"WORKER_DB_WRITERS"`  // account-creation transactions per worker at once; default 1 per CPU
+	TokenSecret       string        `env:"TOKEN_SECRET"`
+	TokenTTL          time.Duration `env:"TOKEN_TTL" envDefault:"60m"`
+	RefreshTokenTTL   time.Duration `env:"REFRESH_TOKEN_TTL" envDefault:"168h"`
+	ProcessWait       time.Duration `env:"PROCESS_WAIT" envDefault:"25s"`
+	IdempotencyTTL    time.Duration `env:"IDEMPOTENCY_TTL" envDefault:"24h"` // how long an Idempotency-Key's answer is replayed
+	SlotLease         time.Duration `env:"SLOT_LEASE" envDefault:"2m"`
+	WorkerPoll        time.Duration `env:"WORKER_POLL_INTERVAL" envDefault:"20ms"`
+	ReconcileEvery    time.Duration `env:"RECONCILE_EVERY" envDefault:"5s"`
+	ReconcileGrace    time.Duration `env:"RECONCILE_GRACE" envDefault:"15s"`
+	MaxBodyBytesRaw   string        `env:"MAX_BODY_BYTES" envDefault:"5MiB"`
 	// Bulk import jobs (CONTRACT §11): the largest upload (compressed or
 	// not, and its decompressed size), and how long a worker holds a job
 	// before another may take it over.
@@ -74,6 +70,11 @@ type Config struct {
 	RedisSentinelPassword string   `env:"REDIS_SENTINEL_PASSWORD"`
 	RedisClusterAddrs     []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:","`
 	RedisPassword         string   `env:"REDIS_PASSWORD"`
+
+	// BatchNice is the niceness of batch work (a worker process, an API's
+	// bulk-upload reader): it yields the CPU to partners' interactive
+	// requests on a shared host (0: keep the priority).
+	BatchNice int `env:"BATCH_NICE" envDefault:"10"`
 
 	MaxBodyBytes int64 `env:"-"`
 	MaxJobBytes  int64 `env:"-"`
