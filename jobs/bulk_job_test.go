@@ -66,7 +66,7 @@ func (e *slotEnv) receivedJobFor(n int, orgName, supplier string) dataimport.Job
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, err = e.db.ReceiveJob(e.ctx, job.ID, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
+	_, err = e.db.ReceiveJob(e.ctx, job.ID, 0, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
 		for i := range n {
 			var m map[string]any
 			dec := json.NewDecoder(bytes.NewReader(raw))
@@ -149,7 +149,7 @@ func (e *slotEnv) receiveLines(ctx context.Context, org int64, externals []strin
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c, err := e.db.ReceiveJob(ctx, job.ID, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
+	c, err := e.db.ReceiveJob(ctx, job.ID, 0, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
 		for i, ext := range externals {
 			if err := emit(postgres.JobLine{Line: i + 1, External: ext, Payload: []byte(`{}`)}); err != nil {
 				return err

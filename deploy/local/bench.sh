@@ -9,7 +9,9 @@ cd "$ROOT"
 
 ACCOUNTS=${BENCH_ACCOUNTS:-10000}
 PARALLEL=${BENCH_PARALLEL:-32}
-export WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-50}
+# The worker runs at its defaults (WORKER_CONCURRENCY: 2 per core); the
+# report names the value in effect.
+CONCURRENCY=${WORKER_CONCURRENCY:-$((2 * $(nproc)))}
 export HTTP_ADDR=${BENCH_HTTP_ADDR:-127.0.0.1:18080}
 export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18081}
 # The webhook-lag phase's receiver listens on 127.0.0.1.
@@ -35,7 +37,7 @@ prof=()
 (sleep 5; curl -s -o results/worker.cpu.pprof "http://127.0.0.1:16061/debug/pprof/profile?seconds=10") & prof+=($!)
 
 bin/loadgen --api "http://$HTTP_ADDR" --api-key "$KEY" --supplier BENCH_ENERGY --accounts "$ACCOUNTS" \
-  --parallel "$PARALLEL" --api-pid "$api_pid" --worker-pid "$worker_pid" --worker-concurrency "$WORKER_CONCURRENCY" \
+  --parallel "$PARALLEL" --api-pid "$api_pid" --worker-pid "$worker_pid" --worker-concurrency "$CONCURRENCY" \
   --database-url "$DATABASE_URL" --out results
 wait "${prof[@]}" 2>/dev/null || true
 # Webhook delivery lag, commit to receipt, at BENCH_WEBHOOK_RATE events/s

@@ -34,8 +34,8 @@ import (
 // JobStore is what the job endpoints need from the database.
 type JobStore interface {
 	CreateJob(ctx context.Context, in postgres.NewJob, staleAfter time.Duration) (dataimport.Job, *postgres.IdempotentJob, error)
-	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (bool, error)
-	ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
+	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (epoch int, ok bool, err error)
+	ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
 	FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error
 	Job(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
 	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
@@ -205,6 +205,7 @@ func (s *Server) postJob(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
+	epoch := 0 // a new job's first receive epoch
 	if existing != nil {
 		switch {
 		case existing.Query != r.URL.RawQuery || existing.Job.SupplierID != sup.ID:
@@ -230,7 +231,8 @@ func (s *Server) postJob(c *gin.Context) {
 				Detail: "An upload with this Idempotency-Key is still being received; retry once it has finished or stopped."})
 			return
 		}
-		took, err := s.deps.Jobs.TakeOverJob(ctx, existing.Job.ID, receivingStale)
+		var took bool
+		epoch, took, err = s.deps.Jobs.TakeOverJob(ctx, existing.Job.ID, receivingStale)
 		if err != nil {
 			abortWithError(c, err)
 			return
@@ -242,7 +244,7 @@ func (s *Server) postJob(c *gin.Context) {
 		}
 		job = existing.Job
 	}
-	s.receiveJob(c, job, sup, mkt, key != "")
+	s.receiveJob(c, job, epoch, sup, mkt, key != "")
 }
 
 // jobBody is an upload's body as sent (counted) and as NDJSON (gunzipped
@@ -281,7 +283,8 @@ func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
 }
 
 // receiveJob streams the body into the job and answers.
-func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.Supplier, mkt dataimport.Market, keyed bool) {
+// epoch is the job's receive epoch this request owns (0 for a new job).
+func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup dataimport.Supplier, mkt dataimport.Market, keyed bool) {
 	ctx := c.Request.Context()
 	max := s.maxJobBytes()
 	raw, plain, closeBody, bad := s.jobBody(c)
@@ -305,7 +308,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 	// upload is batch work, and the partners' status reads served by this
 	// process beside it must not wait behind it for the CPU.
 	err := priority.Run(s.cfg.BatchNice, func() error {
-		_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
+		_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
 			rd := bufio.NewReaderSize(body, 64<<10)
 			for n := 1; ; n++ {
 				line, tooLong, err := readLine(rd, lineMax)
@@ -338,14 +341,22 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, sup dataimport.S
 			s.uploadFailed(c, job.ID, tooLarge(max))
 		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
 			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."))
+		case errors.Is(err, postgres.ErrUploadTakenOver):
+			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse,
+				Detail: "The job stopped receiving this upload: it was cancelled, or a retry with the same Idempotency-Key took it over."})
 		case ctx.Err() != nil:
-			// The partner hung up: nothing was kept. A retry with the same
-			// key takes the job over; without one the job is failed.
+			// The partner hung up: nothing is kept. A retry with the same
+			// key takes the job over (deleting the lines received so far);
+			// without one the job is failed and its lines deleted now.
 			if !keyed {
 				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeParseError,
 					"The upload stopped before the whole body was received; nothing of it was kept."))
 			}
 		default:
+			if !keyed {
+				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeServerError,
+					"The upload could not be stored; nothing of it was kept. Upload it again."))
+			}
 			abortWithError(c, err)
 		}
 		return

@@ -129,27 +129,40 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 }
 
 // TakeOverJob lets a retried upload take over a job whose receiving request
-// died (its transaction rolled back, so the job holds no lines): the
-// heartbeat must still be stale, so two retries cannot both take it.
-func (db *DB) TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (bool, error) {
-	res, err := db.sql.ExecContext(ctx, `UPDATE import_jobs SET heartbeat_at = now(), modified_at = now(), n_received = 0
-		WHERE id = $1 AND state = 'RECEIVING' AND heartbeat_at < now() - $2::interval`, jobID, staleAfter.String())
-	if err != nil {
-		return false, fmt.Errorf("take over job %d: %w", jobID, err)
+// died: the heartbeat must still be stale, so two retries cannot both take
+// it. The take-over starts the job's next receive epoch and deletes the
+// lines the dead request committed, in one transaction; a batch of the dead
+// request that commits later is refused (its epoch is no longer the job's).
+// It returns the epoch the retry receives in.
+func (db *DB) TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (int, bool, error) {
+	var epoch int
+	err := db.sql.QueryRowContext(ctx, `
+		WITH j AS (
+			UPDATE import_jobs SET heartbeat_at = now(), modified_at = now(), n_received = 0, receive_epoch = receive_epoch + 1
+			 WHERE id = $1 AND state = 'RECEIVING' AND heartbeat_at < now() - $2::interval
+			RETURNING id, receive_epoch
+		), gone AS (
+			DELETE FROM import_job_records r USING j WHERE r.job_id = j.id
+		)
+		SELECT receive_epoch FROM j`, jobID, staleAfter.String()).Scan(&epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if err != nil {
+		return 0, false, fmt.Errorf("take over job %d: %w", jobID, err)
+	}
+	return epoch, true, nil
 }
 
 // duplicateBatch is how many duplicate lines are marked per round trip.
 const duplicateBatch = 1000
 
-// markDuplicateLines marks, in the receiving transaction, every valid line
-// that a later valid line with the same external number replaces: a
-// duplicate_line (it is still staged, in order, so the history keeps both
-// versions). It returns how many.
+// markDuplicateLines marks, in the transaction that ends the upload, every
+// valid line that a later valid line with the same external number
+// replaces: a duplicate_line (it is still staged, in order, so the history
+// keeps both versions). It returns how many.
 //
-// The job's lines are this transaction's own, so the table's statistics
+// The job's lines were written moments ago, so the table's statistics
 // have never seen them: the planner takes the job for one row. Joined to
 // the table in one UPDATE, that estimate chose a nested loop re-running
 // the whole window for every line of the job (quadratic: a second 400,000
@@ -200,28 +213,35 @@ type JobLine struct {
 	Err      *dataimport.Error
 }
 
-// jobCopyBatch is how many lines go to Postgres per COPY.
+// jobCopyBatch is how many lines go to Postgres per COPY, each COPY in a
+// transaction of its own.
 const jobCopyBatch = 2000
 
-// ReceiveJob stores an upload's lines in one transaction on one connection:
-// feed calls emit for every line, in order, and the lines go to Postgres
-// with COPY in batches (a few round trips per thousand lines, never the
-// whole body in memory). When feed returns nil, later lines that repeat an
-// earlier line's external number are marked, the counters set, and the job
-// committed as PROCESSING: only then is the body durably received. If
-// anything fails, or the process dies, the transaction rolls back and the
-// job holds no line (the job stays RECEIVING until a retry takes it over or
-// the reaper fails it).
-func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
+// ErrUploadTakenOver answers a receiving request whose job another request
+// took over (or the reaper failed) while it was receiving.
+var ErrUploadTakenOver = errors.New("receive job: the job is no longer receiving this upload (cancelled, or taken over by a retry)")
+
+// ReceiveJob stores an upload's lines: feed calls emit for every line, in
+// order, and the lines go to Postgres with COPY in batches (never the whole
+// body in memory), each batch in a short transaction of its own that also
+// beats the job's heartbeat and commits only while epoch is still the job's
+// receive epoch. A transaction held open for the whole body (minutes, for a
+// large one) would hold back the event relay and every row version written
+// meanwhile. When feed returns nil, the last batch, the marking of later
+// lines that repeat an earlier line's external number, the counters and
+// the move to PROCESSING commit together: only then is the body durably
+// received. Until then the lines belong to a RECEIVING job that no worker
+// touches; if the request fails, FailJob, a retry's TakeOverJob or the
+// reaper (FailLostUploads) deletes them.
+func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return dataimport.JobCounters{}, fmt.Errorf("receive job: %w", err)
 	}
 	defer conn.Close()
 	var counters dataimport.JobCounters
-	var txErr error
-	// A heartbeat on another connection shows the upload is alive (and how
-	// far it is) while the transaction is open.
+	// A heartbeat on another connection shows the upload is alive while the
+	// body is slow to arrive (every batch beats it too).
 	hbCtx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
 	var received atomic.Int64
@@ -235,31 +255,36 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int6
 				return
 			case <-t.C:
 			}
-			_, _ = db.sql.ExecContext(hbCtx, `UPDATE import_jobs SET heartbeat_at = now(), n_received = $2 WHERE id = $1 AND state = 'RECEIVING'`,
-				jobID, received.Load())
+			_, _ = db.sql.ExecContext(hbCtx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
+				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, received.Load())
 		}
 	}()
 	defer func() { stopHB(); <-hbDone }()
+	var txErr error
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		tx, err := pc.Begin(ctx)
-		if err != nil {
-			txErr = fmt.Errorf("receive job: %w", err)
+		rows := make([][]any, 0, jobCopyBatch)
+		// store writes the batch in tx, behind the epoch guard.
+		store := func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
+				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, counters.Received)
+			if err != nil {
+				return fmt.Errorf("receive job: %w", err)
+			}
+			if tag.RowsAffected() != 1 {
+				return ErrUploadTakenOver
+			}
+			if len(rows) > 0 {
+				if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
+					[]string{"job_id", "line", "external_account_number", "payload", "outcome", "errors"}, pgx.CopyFromRows(rows)); err != nil {
+					return fmt.Errorf("receive job: store lines: %w", err)
+				}
+			}
+			rows = rows[:0]
 			return nil
 		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		rows := make([][]any, 0, jobCopyBatch)
 		flush := func() error {
-			if len(rows) == 0 {
-				return nil
-			}
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
-				[]string{"job_id", "line", "external_account_number", "payload", "outcome", "errors"}, pgx.CopyFromRows(rows))
-			rows = rows[:0]
-			if err != nil {
-				return fmt.Errorf("receive job: store lines: %w", err)
-			}
-			return nil
+			return pgx.BeginFunc(ctx, pc, store)
 		}
 		emit := func(l JobLine) error {
 			var ext, payload, errs any
@@ -290,28 +315,28 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int6
 		if txErr = feed(emit); txErr != nil {
 			return nil
 		}
-		if txErr = flush(); txErr != nil {
+		txErr = pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error {
+			if err := store(tx); err != nil {
+				return err
+			}
+			dups, err := markDuplicateLines(ctx, tx, jobID)
+			if err != nil {
+				return err
+			}
+			counters.DuplicateLine = dups
+			counters.Pending -= dups
+			tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
+				body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8
+				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, bodyBytes(), counters.Received, counters.Pending,
+				counters.Invalid, counters.DuplicateLine, bodySHA256())
+			if err != nil {
+				return fmt.Errorf("receive job: %w", err)
+			}
+			if tag.RowsAffected() != 1 {
+				return ErrUploadTakenOver
+			}
 			return nil
-		}
-		if counters.DuplicateLine, txErr = markDuplicateLines(ctx, tx, jobID); txErr != nil {
-			return nil
-		}
-		counters.Pending -= counters.DuplicateLine
-		tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
-			body_bytes = $2, n_received = $3, n_pending = $4, n_invalid = $5, n_duplicate_line = $6, body_sha256 = $7
-			WHERE id = $1 AND state = 'RECEIVING'`, jobID, bodyBytes(), counters.Received, counters.Pending, counters.Invalid, counters.DuplicateLine,
-			bodySHA256())
-		if err != nil {
-			txErr = fmt.Errorf("receive job: %w", err)
-			return nil
-		}
-		if tag.RowsAffected() != 1 {
-			txErr = errors.New("receive job: the job is no longer receiving")
-			return nil
-		}
-		if err := tx.Commit(ctx); err != nil {
-			txErr = fmt.Errorf("receive job: commit: %w", err)
-		}
+		})
 		return nil
 	})
 	if txErr != nil {
@@ -324,14 +349,18 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, bodyBytes func() int6
 }
 
 // FailJob ends a job whose upload was refused as a whole (too large, not
-// readable): no line of it is kept.
+// readable): the lines received so far are deleted with it, so none is kept.
 func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode job error: %w", err)
 	}
-	_, err = db.sql.ExecContext(ctx, `UPDATE import_jobs SET state = 'FAILED', error = $2::jsonb, finished_at = now(), modified_at = now()
-		WHERE id = $1 AND state = 'RECEIVING'`, jobID, string(b))
+	_, err = db.sql.ExecContext(ctx, `
+		WITH j AS (
+			UPDATE import_jobs SET state = 'FAILED', error = $2::jsonb, finished_at = now(), modified_at = now()
+			 WHERE id = $1 AND state = 'RECEIVING' RETURNING id
+		)
+		DELETE FROM import_job_records r USING j WHERE r.job_id = j.id`, jobID, string(b))
 	if err != nil {
 		return fmt.Errorf("fail job %d: %w", jobID, err)
 	}
@@ -339,15 +368,23 @@ func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) err
 }
 
 // FailLostUploads fails RECEIVING jobs whose upload stopped more than
-// olderThan ago and was not retried: they never hold lines.
+// olderThan ago and was not retried, and deletes the lines they had
+// received: a failed upload keeps none.
 func (db *DB) FailLostUploads(ctx context.Context, olderThan time.Duration) (int64, error) {
-	res, err := db.sql.ExecContext(ctx, `UPDATE import_jobs SET state = 'FAILED', finished_at = now(), modified_at = now(),
-		error = jsonb_build_object('code', 'upload_lost', 'detail', 'The upload stopped before the whole body was received; nothing of it was kept. Upload it again.')
-		WHERE state = 'RECEIVING' AND heartbeat_at < now() - $1::interval`, olderThan.String())
+	var n int64
+	err := db.sql.QueryRowContext(ctx, `
+		WITH j AS (
+			UPDATE import_jobs SET state = 'FAILED', finished_at = now(), modified_at = now(),
+			       error = jsonb_build_object('code', 'upload_lost', 'detail', 'The upload stopped before the whole body was received; nothing of it was kept. Upload it again.')
+			 WHERE state = 'RECEIVING' AND heartbeat_at < now() - $1::interval RETURNING id
+		), gone AS (
+			DELETE FROM import_job_records r USING j WHERE r.job_id = j.id
+		)
+		SELECT count(*) FROM j`, olderThan.String()).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("fail lost uploads: %w", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // Job reads one job of the organisation.
@@ -398,8 +435,10 @@ func (db *DB) Jobs(ctx context.Context, orgID int64, before int64, limit int) ([
 // EachJobRecord calls fn for every line of the job whose outcome is one of
 // outcomes (all when empty), in line order, streaming from Postgres.
 func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error {
+	// The lines of an upload still being received are not the job's yet.
 	q := `SELECT line, coalesce(external_account_number, ''), outcome, coalesce(platform_account_number, ''), coalesce(errors::text, '')
-		FROM import_job_records WHERE job_id = $1`
+		FROM import_job_records WHERE job_id = $1
+		 AND EXISTS (SELECT 1 FROM import_jobs j WHERE j.id = $1 AND j.state <> 'RECEIVING')`
 	args := []any{jobID}
 	if len(outcomes) > 0 {
 		q += ` AND outcome = ANY($2)`
@@ -1155,6 +1194,20 @@ func (db *DB) CancelJob(ctx context.Context, orgID, jobID int64) (JobView, error
 	}
 	if dataimport.JobState(state).Finished() {
 		_ = tx.Rollback()
+		return db.job(ctx, orgID, jobID)
+	}
+	if dataimport.JobState(state) == dataimport.JobReceiving {
+		// Nothing of an upload still arriving is kept: its lines so far go
+		// (the receiving request's next batch finds the job cancelled).
+		if _, err := tx.ExecContext(ctx, `UPDATE import_jobs SET state = 'CANCELLED', finished_at = now(), modified_at = now() WHERE id = $1`, jobID); err != nil {
+			return JobView{}, fmt.Errorf("cancel job: state: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM import_job_records WHERE job_id = $1`, jobID); err != nil {
+			return JobView{}, fmt.Errorf("cancel job: lines: %w", err)
+		}
+		if err := tx.Commit(); err != nil {
+			return JobView{}, fmt.Errorf("cancel job: commit: %w", err)
+		}
 		return db.job(ctx, orgID, jobID)
 	}
 	steps := []struct {

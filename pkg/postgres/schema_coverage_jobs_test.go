@@ -17,7 +17,7 @@ func init() {
 		"import_job_records.line bigint"} {
 		schemaCoverage[k] = notFromPartner(counted + "")
 	}
-	for _, k := range []string{"import_jobs.lease_epoch integer", "import_job_records.attempt integer", "import_job_records.staged_version integer"} {
+	for _, k := range []string{"import_jobs.lease_epoch integer", "import_jobs.receive_epoch integer", "import_job_records.attempt integer", "import_job_records.staged_version integer"} {
 		schemaCoverage[k] = notFromPartner(ourState)
 	}
 }
