@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -38,6 +39,9 @@ type DB struct {
 	feed     *feedWatch    // see feed_watch.go
 	stager   *stageBatcher // see stage_batch.go
 	writers  *semaphore.Weighted
+	// relayFloor is where the event relay's next scan starts (an xid8; see
+	// positionEventsSQL).
+	relayFloor atomic.Uint64
 }
 
 // defaultMaxConns bounds each pool until SetMaxConns (DATABASE_MAX_CONNS)

@@ -23,3 +23,9 @@ func InternalConflicts() []string {
 	}
 	return out
 }
+
+// PositionEventsSQL is the relay's statement; RelayFloor where its next
+// scan starts.
+const PositionEventsSQL = positionEventsSQL
+
+func (db *DB) RelayFloor() uint64 { return db.relayFloor.Load() }
