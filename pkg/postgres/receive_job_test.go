@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ func TestEventsFlowWhileAnUploadIsReceived(t *testing.T) {
 	job := e.receivingJob(sup, "Receiving Partner")
 	const lines = 5000 // two batches committed, the rest still arriving
 	arrived, more := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(more) }) }) // a failed test does not leave the upload blocked
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.db.ReceiveJob(e.ctx, job.ID, 0, func() int64 { return 1 }, func() []byte { return make([]byte, 32) },
@@ -77,7 +80,7 @@ func TestEventsFlowWhileAnUploadIsReceived(t *testing.T) {
 	if n := e.jobRecords(job.ID); n != 0 {
 		t.Fatalf("results list %d lines of an upload still being received", n)
 	}
-	close(more)
+	release.Do(func() { close(more) })
 	e.must(<-done)
 	if n := e.jobRecords(job.ID); n != lines {
 		t.Fatalf("results list %d lines, want %d", n, lines)
@@ -134,6 +137,9 @@ func TestReceiveEpochFencesADeadUpload(t *testing.T) {
 
 	cancelled := e.receivingJob(sup, "Cancel Partner")
 	_ = receive(cancelled.ID, 0, 2500, broken)
+	if n := stored(cancelled.ID); n != 2000 {
+		t.Fatalf("%d lines stored before the cancel, want the committed batch (2000)", n)
+	}
 	_, err = e.db.CancelJob(e.ctx, cancelled.OrganisationID, cancelled.ID)
 	e.must(err)
 	if n := stored(cancelled.ID); n != 0 {
@@ -142,6 +148,9 @@ func TestReceiveEpochFencesADeadUpload(t *testing.T) {
 
 	failed := e.receivingJob(sup, "Failed Partner")
 	_ = receive(failed.ID, 0, 2500, broken)
+	if n := stored(failed.ID); n != 2000 {
+		t.Fatalf("%d lines stored before the failure, want the committed batch (2000)", n)
+	}
 	e.must(e.db.FailJob(e.ctx, failed.ID, dataimport.Errorf(dataimport.CodeParseError, "bad gzip")))
 	if n := stored(failed.ID); n != 0 {
 		t.Fatalf("%d lines kept by a failed upload", n)
