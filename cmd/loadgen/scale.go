@@ -22,8 +22,6 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-
-	"github.com/gridshift/dataimport/pkg/priority"
 )
 
 // loadgen scale (`make bench-scale`): BENCH_ACCOUNTS accounts through one
@@ -434,7 +432,7 @@ func uploadJobOnce(ctx context.Context, c *client, cfg scaleConfig, lo, hi int) 
 	// runs niced: a real partner does this on its own machine, and here it
 	// must not delay this process's status reader, which times the service.
 	go func() {
-		_ = priority.Run(10, func() error {
+		_ = runNiced(10, func() error {
 			zw, _ := gzip.NewWriterLevel(sent, gzip.BestSpeed)
 			enc := json.NewEncoder(zw)
 			var err error

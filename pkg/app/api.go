@@ -82,7 +82,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		a.Close()
 		return nil, err
 	}
-	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait, BatchNice: cfg.BatchNice,
+	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait,
 		IdempotencyTTL: cfg.IdempotencyTTL, MaxJobBytes: cfg.MaxJobBytes}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,

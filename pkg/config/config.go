@@ -71,9 +71,9 @@ type Config struct {
 	RedisClusterAddrs     []string `env:"REDIS_CLUSTER_ADDRS" envSeparator:","`
 	RedisPassword         string   `env:"REDIS_PASSWORD"`
 
-	// BatchNice is the niceness of batch work (a worker process, an API's
-	// bulk-upload reader): it yields the CPU to partners' interactive
-	// requests on a shared host (0: keep the priority).
+	// BatchNice is the niceness the worker process gives itself: batch work
+	// yields the CPU to partners' interactive requests on a shared host (0:
+	// keep the priority). The API serves those requests and is never niced.
 	BatchNice int `env:"BATCH_NICE" envDefault:"10"`
 
 	MaxBodyBytes int64 `env:"-"`

@@ -22,7 +22,6 @@ import (
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/market"
 	"github.com/gridshift/dataimport/pkg/postgres"
-	"github.com/gridshift/dataimport/pkg/priority"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
 
@@ -304,35 +303,32 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	if s.deps.Vendors != nil {
 		rules.PaymentVendors = s.deps.Vendors.Names() // as the stage endpoint
 	}
-	// The body is read and validated on a thread of lower priority: an
-	// upload is batch work, and the partners' status reads served by this
-	// process beside it must not wait behind it for the CPU.
-	err := priority.Run(s.cfg.BatchNice, func() error {
-		_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
-			rd := bufio.NewReaderSize(body, 64<<10)
-			for n := 1; ; n++ {
-				line, tooLong, err := readLine(rd, lineMax)
-				if len(bytes.TrimSpace(line)) > 0 || tooLong {
-					var jl postgres.JobLine
-					if tooLong {
-						jl = postgres.JobLine{Line: n, Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
-							"Line is longer than the limit of %d bytes.", lineMax)}
-					} else {
-						jl = s.validateLine(ctx, n, line, sup, rules)
-					}
-					if err := emit(jl); err != nil {
-						return err
-					}
+	// The body is read and validated on this request's goroutine at the
+	// process's priority: a niced thread in a process serving status reads
+	// stalls them (see package priority).
+	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
+		rd := bufio.NewReaderSize(body, 64<<10)
+		for n := 1; ; n++ {
+			line, tooLong, err := readLine(rd, lineMax)
+			if len(bytes.TrimSpace(line)) > 0 || tooLong {
+				var jl postgres.JobLine
+				if tooLong {
+					jl = postgres.JobLine{Line: n, Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
+						"Line is longer than the limit of %d bytes.", lineMax)}
+				} else {
+					jl = s.validateLine(ctx, n, line, sup, rules)
 				}
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				if err != nil {
+				if err := emit(jl); err != nil {
 					return err
 				}
 			}
-		})
-		return err
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
 	})
 	if err != nil {
 		var mbe *http.MaxBytesError

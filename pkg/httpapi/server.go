@@ -71,7 +71,6 @@ type Config struct {
 	ProcessWait    time.Duration // how long create-account waits before 202
 	IdempotencyTTL time.Duration // how long an Idempotency-Key's answer is kept; 0: DefaultIdempotencyTTL
 	MaxJobBytes    int64         // the largest bulk job upload; 0: DefaultMaxJobBytes
-	BatchNice      int           // niceness of a bulk upload's reading and validation (BATCH_NICE); 0: unchanged
 }
 
 // Deps are the collaborators of the API.

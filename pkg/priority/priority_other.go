@@ -5,7 +5,5 @@ package priority
 // Lower does nothing outside Linux.
 func Lower(int) error { return nil }
 
-func lowerThread(int, int) error { return nil }
-
 // Nice is 0 outside Linux.
 func Nice(int) (int, error) { return 0, nil }
