@@ -1048,10 +1048,31 @@ func (db *DB) ResolveJobLines(ctx context.Context, jobID int64, lines []int64) e
 	if lines != nil {
 		query, args = resolveJobLinesOf, []any{jobID, lines}
 	}
-	if _, err := db.sql.ExecContext(ctx, query, args...); err != nil {
+	if err := db.execJobLinesThenCounters(ctx, jobID, query, args...); err != nil {
 		return fmt.Errorf("resolve job %d lines: %w", jobID, err)
 	}
 	return nil
+}
+
+// execJobLinesThenCounters runs a statement that updates a job's lines and
+// then its counters, with the job row locked first. Every transaction that
+// touches both takes the job row before any line (a cancel, a creation
+// batch, a staging chunk); a statement that locked lines and then waited
+// for the job row deadlocked with a cancel, which Postgres broke by failing
+// one of them: the partner's cancel answered 500.
+func (db *DB) execJobLinesThenCounters(ctx context.Context, jobID int64, query string, args ...any) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM import_jobs WHERE id = $1 FOR NO KEY UPDATE`, jobID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // FinishJobIfDone marks the job COMPLETED once no line is on its way.
@@ -1158,7 +1179,7 @@ func (db *DB) SampleJobRate(ctx context.Context, jobID int64) error {
 // ExpireJobLines fails the job's staged lines not started yet: their
 // schedule window ended (e says so).
 func (db *DB) ExpireJobLines(ctx context.Context, jobID int64, e *dataimport.Error) error {
-	_, err := db.sql.ExecContext(ctx, `
+	err := db.execJobLinesThenCounters(ctx, jobID, `
 		WITH u AS (
 			UPDATE import_job_records SET outcome = 'failed', errors = $2::jsonb, modified_at = now()
 			 WHERE job_id = $1 AND outcome = 'staged' AND attempt IS NULL

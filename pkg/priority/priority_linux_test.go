@@ -13,12 +13,7 @@ import (
 // Lower renices every thread of the process, and never raises a priority
 // (run in a child process, so the test binary keeps its own).
 func TestLowerEveryThread(t *testing.T) {
-	if os.Getenv("PRIORITY_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLowerEveryThread$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PRIORITY_CHILD=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
+	if runInChildren(t, "TestLowerEveryThread", 1) {
 		return
 	}
 	if err := Lower(7); err != nil {
@@ -27,16 +22,7 @@ func TestLowerEveryThread(t *testing.T) {
 	if err := Lower(3); err != nil { // already nicer: unchanged
 		t.Fatal(err)
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, task := range tasks {
-		tid, _ := strconv.Atoi(task.Name())
-		if n, err := Nice(tid); err != nil || n != 7 {
-			t.Errorf("thread %d: nice %d (%v), want 7", tid, n, err)
-		}
-	}
+	everyThreadAt(t, 7)
 }
 
 // Threads started while Lower runs end up niced too: a thread inherits the
@@ -45,14 +31,7 @@ func TestLowerEveryThread(t *testing.T) {
 // found busy at nice 0 that way). Goroutines keep ending their locked
 // threads so the runtime keeps starting new ones during Lower.
 func TestLowerCatchesThreadsStartedMeanwhile(t *testing.T) {
-	if os.Getenv("PRIORITY_CHILD") == "" {
-		for i := range 20 { // the window is short: try it often
-			cmd := exec.Command(os.Args[0], "-test.run=^TestLowerCatchesThreadsStartedMeanwhile$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "PRIORITY_CHILD=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("child %d: %v\n%s", i, err, out)
-			}
-		}
+	if runInChildren(t, "TestLowerCatchesThreadsStartedMeanwhile", 20) { // the window is short: try it often
 		return
 	}
 	var stop atomic.Bool
@@ -77,14 +56,38 @@ func TestLowerCatchesThreadsStartedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	everyThreadAt(t, 7)
+}
+
+// runInChildren runs test in n child processes (so this test binary keeps
+// its priority) and reports true; in a child it reports false.
+func runInChildren(t *testing.T, test string, n int) bool {
+	t.Helper()
+	if os.Getenv("PRIORITY_CHILD") != "" {
+		return false
+	}
+	for i := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "PRIORITY_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, out)
+		}
+	}
+	return true
+}
+
+// everyThreadAt checks that every thread of this process that is still
+// there runs at niceness want.
+func everyThreadAt(t *testing.T, want int) {
+	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
-		if n, err := Nice(tid); err == nil && n != 7 {
-			t.Errorf("thread %d at nice %d after Lower(7)", tid, n)
+		if n, err := Nice(tid); err == nil && n != want {
+			t.Errorf("thread %d: nice %d, want %d", tid, n, want)
 		}
 	}
 }
