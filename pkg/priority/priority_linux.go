@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // Lower sets the niceness of every thread of this process to n; a thread
@@ -20,7 +21,13 @@ func Lower(n int) error {
 	if n <= 0 {
 		return nil
 	}
-	for range 100 {
+	for i := range 100 {
+		if i > 0 {
+			// A thread being started while its parent was reniced took
+			// the old priority and shows in /proc only once started: let
+			// such starts finish before the pass that must find nothing.
+			time.Sleep(settle)
+		}
 		changed, err := lowerPass(n)
 		if err != nil || !changed {
 			return err
@@ -28,6 +35,9 @@ func Lower(n int) error {
 	}
 	return fmt.Errorf("lower priority: threads kept appearing at a higher priority")
 }
+
+// settle is how long a pass after a change waits for threads being started.
+const settle = 5 * time.Millisecond
 
 // lowerPass renices the threads listed now and tells whether any changed.
 func lowerPass(n int) (changed bool, err error) {
