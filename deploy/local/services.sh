@@ -37,8 +37,11 @@ pg_bin() {
   return 1
 }
 
-pg_answers() { command -v psql >/dev/null 2>&1 && psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
-redis_answers() { command -v redis-cli >/dev/null 2>&1 && [ "$(redis-cli -u "$1" ping 2>/dev/null)" = "PONG" ]; }
+# port_taken PORT: something listens on 127.0.0.1:PORT.
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+pg_answers() { command -v psql >/dev/null 2>&1 && PGCONNECT_TIMEOUT=5 psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+redis_answers() { command -v redis-cli >/dev/null 2>&1 && [ "$(timeout 5 redis-cli -u "$1" ping 2>/dev/null)" = "PONG" ]; }
 
 # as_pg runs a Postgres server binary; the server refuses to run as root.
 as_pg() {
@@ -51,6 +54,10 @@ ensure_postgres() {
   if pg_answers "$url"; then echo "$url"; return; fi
   local private="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
   if pg_answers "$private"; then echo "$private"; return; fi
+  # The port is held by something that is not a Postgres we can use (a
+  # server still shutting down, say): take the next free one.
+  while port_taken "$PG_PORT"; do PG_PORT=$((PG_PORT + 1)); done
+  private="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
   pg_bin initdb >/dev/null || apt_install postgresql
   local initdb pgctl
   initdb=$(pg_bin initdb); pgctl=$(pg_bin pg_ctl)
@@ -73,6 +80,8 @@ ensure_redis() {
   if redis_answers "$url"; then echo "$url"; return; fi
   local private="redis://127.0.0.1:$REDIS_PORT/0"
   if redis_answers "$private"; then echo "$private"; return; fi
+  while port_taken "$REDIS_PORT"; do REDIS_PORT=$((REDIS_PORT + 1)); done
+  private="redis://127.0.0.1:$REDIS_PORT/0"
   mkdir -p "$DATA_DIR/redis"
   log "starting private Redis on 127.0.0.1:$REDIS_PORT"
   redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$DATA_DIR/redis" \
