@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -20,13 +21,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 )
 
 // loadgen scale (`make bench-scale`): BENCH_ACCOUNTS accounts through one
-// bulk import job on a fresh database: the NDJSON body generated and
-// gzipped as it is sent (never in memory), then the job followed to the
+// bulk import job on a fresh database: the NDJSON bodies generated and
+// gzipped to files before the clock starts (the partner's export), each
+// streamed from disk as it is sent, then the jobs followed to the
 // end while job and account status are read at a fixed rate. Then pgbench's
 // per-account ceiling for the same writes. Report: results/scale.md with a
 // chart of accounts/s and status p99 over time, disk per account, and the
@@ -192,6 +195,20 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database size: %w", err)
 	}
+	perJob := max(cfg.JobAccounts, 1)
+	res.JobAccounts, res.Jobs = perJob, (cfg.Accounts+perJob-1)/perJob
+	bodyDir, err := os.MkdirTemp("", "bench-scale-bodies-")
+	if err != nil {
+		return nil, fmt.Errorf("job bodies: %w", err)
+	}
+	defer os.RemoveAll(bodyDir)
+	t0 := time.Now()
+	bodies, err := writeJobBodies(ctx, cfg, bodyDir, perJob)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d job bodies in %.0f s\n", len(bodies), time.Since(t0).Seconds())
+
 	stopRSS := make(chan struct{})
 	apiPeak, workerPeak := peakRSS(cfg.APIPID, stopRSS), peakRSS(cfg.WorkerPID, stopRSS)
 
@@ -249,13 +266,11 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 
 	// The jobs, uploaded one after another while the worker processes the
 	// ones already received.
-	perJob := max(cfg.JobAccounts, 1)
-	res.JobAccounts, res.Jobs = perJob, (cfg.Accounts+perJob-1)/perJob
 	uploaded := make(chan error, 1)
 	go func() {
-		for lo := 0; lo < cfg.Accounts; lo += perJob {
-			hi := min(lo+perJob, cfg.Accounts)
-			path, n, err := uploadJob(ctx, c, cfg, lo, hi)
+		for _, b := range bodies {
+			lo, hi := b.lo, b.hi
+			path, n, err := uploadJob(ctx, c, cfg, b)
 			if err != nil {
 				uploaded <- err
 				return
@@ -408,48 +423,86 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 	return res, nil
 }
 
-// uploadJob sends accounts lo..hi-1 as one job, the NDJSON body generated
-// and gzipped as it is sent, and returns the job's status path and the
-// bytes sent.
-func uploadJob(ctx context.Context, c *client, cfg scaleConfig, lo, hi int) (string, int64, error) {
-	path, n, err := uploadJobOnce(ctx, c, cfg, lo, hi)
+// uploadJob sends one job's body, streamed from its file, and returns the
+// job's status path and the bytes sent.
+func uploadJob(ctx context.Context, c *client, cfg scaleConfig, body jobBody) (string, int64, error) {
+	path, n, err := uploadJobOnce(ctx, c, cfg, body)
 	if errors.Is(err, errUnauthorized) {
 		// The token expired during a long run: renew it and send the job again.
 		if err := c.login(ctx, cfg.APIKey); err != nil {
 			return "", 0, err
 		}
-		return uploadJobOnce(ctx, c, cfg, lo, hi)
+		return uploadJobOnce(ctx, c, cfg, body)
 	}
 	return path, n, err
 }
 
 var errUnauthorized = errors.New("401 unauthorized")
 
-func uploadJobOnce(ctx context.Context, c *client, cfg scaleConfig, lo, hi int) (string, int64, error) {
-	pr, pw := io.Pipe()
-	sent := &countingWriter{w: pw}
-	// The partner's side of the upload (generating and gzipping the body)
-	// runs niced: a real partner does this on its own machine, and here it
-	// must not delay this process's status reader, which times the service.
-	go func() {
-		_ = runNiced(10, func() error {
-			zw, _ := gzip.NewWriterLevel(sent, gzip.BestSpeed)
-			enc := json.NewEncoder(zw)
-			var err error
-			for i := lo; i < hi && err == nil; i++ {
-				err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, i), i))
+// jobBody is one job's NDJSON body, gzipped, in a file: the partner's
+// export, written before the clock starts.
+type jobBody struct {
+	path     string
+	lo, hi   int
+	gzipSize int64
+}
+
+// writeJobBodies writes every job's body to a file under dir, two at a
+// time. The export is the partner's work, done on the partner's machine
+// before the migration starts: generated during the run, it took a third to
+// a whole core of this machine from the services being measured.
+func writeJobBodies(ctx context.Context, cfg scaleConfig, dir string, perJob int) ([]jobBody, error) {
+	var bodies []jobBody
+	for lo := 0; lo < cfg.Accounts; lo += perJob {
+		bodies = append(bodies, jobBody{path: filepath.Join(dir, fmt.Sprintf("job-%08d.ndjson.gz", lo)), lo: lo, hi: min(lo+perJob, cfg.Accounts)})
+	}
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(2)
+	for i := range bodies {
+		b := &bodies[i]
+		g.Go(func() error {
+			f, err := os.Create(b.path)
+			if err != nil {
+				return fmt.Errorf("job body: %w", err)
+			}
+			cw := &countingWriter{w: f}
+			zw, _ := gzip.NewWriterLevel(cw, gzip.BestSpeed)
+			bw := bufio.NewWriterSize(zw, 256<<10)
+			enc := json.NewEncoder(bw)
+			for j := b.lo; j < b.hi && err == nil; j++ {
+				err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, j), j))
+			}
+			if err == nil {
+				err = bw.Flush()
 			}
 			if err == nil {
 				err = zw.Close()
 			}
-			return pw.CloseWithError(err)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("job body %s: %w", b.path, err)
+			}
+			b.gzipSize = cw.n
+			return nil
 		})
-	}()
+	}
+	return bodies, g.Wait()
+}
+
+func uploadJobOnce(ctx context.Context, c *client, cfg scaleConfig, body jobBody) (string, int64, error) {
+	f, err := os.Open(body.path)
+	if err != nil {
+		return "", 0, fmt.Errorf("upload: %w", err)
+	}
+	defer f.Close()
 	q := "import_supplier=" + cfg.Supplier + "&operations_team_name=" + strings.ReplaceAll(cfg.Team, " ", "+")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.API+"/v1/data-import/jobs/?"+q, pr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.API+"/v1/data-import/jobs/?"+q, f)
 	if err != nil {
 		return "", 0, err
 	}
+	req.ContentLength = body.gzipSize
 	req.Header.Set("Authorization", "Token "+c.bearer())
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Content-Encoding", "gzip")
@@ -457,21 +510,21 @@ func uploadJobOnce(ctx context.Context, c *client, cfg scaleConfig, lo, hi int) 
 	if err != nil {
 		return "", 0, fmt.Errorf("upload: %w", err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	respBody, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode == http.StatusUnauthorized {
 		return "", 0, fmt.Errorf("upload: %w", errUnauthorized)
 	}
 	if resp.StatusCode != http.StatusAccepted {
-		return "", 0, fmt.Errorf("upload: %d %s", resp.StatusCode, body)
+		return "", 0, fmt.Errorf("upload: %d %s", resp.StatusCode, respBody)
 	}
 	var acc struct {
 		StatusURL string `json:"status_url"`
 	}
-	if err := json.Unmarshal(body, &acc); err != nil || acc.StatusURL == "" {
-		return "", 0, fmt.Errorf("upload: %d %s", resp.StatusCode, body)
+	if err := json.Unmarshal(respBody, &acc); err != nil || acc.StatusURL == "" {
+		return "", 0, fmt.Errorf("upload: %d %s", resp.StatusCode, respBody)
 	}
-	return acc.StatusURL, sent.n, nil
+	return acc.StatusURL, body.gzipSize, nil
 }
 
 func writeScale(res *scaleResult, dir string) error {
@@ -483,7 +536,7 @@ func writeScale(res *scaleResult, dir string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Bulk job at scale %s\n\n", res.When.Format(time.RFC3339))
-	fmt.Fprintf(&b, "Machine: %s. One `make bench-scale` run on a fresh database: **%d accounts** (the `make bench` account: 2 customers, 1 supply address, 2 meter points with agreements and meters, 2 notes, 5 opening transactions, ~4 KB of JSON each) in bulk import jobs of at most %d accounts (each within MAX_JOB_BYTES), uploaded one after another while the worker processed those already received, each NDJSON body generated and gzipped as it was sent; status read %s throughout (the job's status and an account's v1 status, alternately). The ceiling is `pgbench` running the same per-account SQL writes (staging, start, creation) on the same database right after, from a fresh `CHECKPOINT`.\n\n",
+	fmt.Fprintf(&b, "Machine: %s. One `make bench-scale` run on a fresh database: **%d accounts** (the `make bench` account: 2 customers, 1 supply address, 2 meter points with agreements and meters, 2 notes, 5 opening transactions, ~4 KB of JSON each) in bulk import jobs of at most %d accounts (each within MAX_JOB_BYTES), uploaded one after another while the worker processed those already received, each NDJSON body generated and gzipped to a file before the clock started (the partner's export) and streamed from disk; status read %s throughout (the job's status and an account's v1 status, alternately). The ceiling is `pgbench` running the same per-account SQL writes (staging, start, creation) on the same database right after, from a fresh `CHECKPOINT`.\n\n",
 		res.Machine, res.Accounts, res.JobAccounts, fmt.Sprintf("%d times a second", res.StatusRate))
 	ratio := 0.0
 	if res.Ceiling.AccountTPS > 0 {

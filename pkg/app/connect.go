@@ -26,8 +26,8 @@ type conns struct {
 	redisOpt asynq.RedisConnOpt
 }
 
-func connect(ctx context.Context, cfg config.Config) (conns, error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+func connect(ctx context.Context, cfg config.Config, opts ...postgres.Option) (conns, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, opts...)
 	if err != nil {
 		return conns{}, err
 	}

@@ -50,7 +50,9 @@ type Worker struct {
 
 // NewWorker connects and wires the handlers.
 func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worker, error) {
-	c, err := connect(ctx, cfg)
+	// The worker's sessions do its batch work inside Postgres: they run at
+	// its niceness too, where they can (see postgres.WithSessionNice).
+	c, err := connect(ctx, cfg, postgres.WithSessionNice(cfg.BatchNice, log))
 	if err != nil {
 		return nil, err
 	}

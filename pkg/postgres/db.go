@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"golang.org/x/sync/semaphore"
@@ -57,8 +58,8 @@ const (
 )
 
 // Open connects to dsn and verifies the connection.
-func Open(ctx context.Context, dsn string) (*DB, error) {
-	g, s, err := open(ctx, dsn)
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	g, s, err := open(ctx, dsn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +69,16 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	return db, nil
 }
 
-func open(ctx context.Context, dsn string) (*gorm.DB, *sql.DB, error) {
-	g, err := gorm.Open(pgdriver.New(pgdriver.Config{DSN: dsn}), &gorm.Config{
+func open(ctx context.Context, dsn string, opts ...Option) (*gorm.DB, *sql.DB, error) {
+	dc := pgdriver.Config{DSN: dsn}
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.sessionNice > 0 {
+		dc.OptionOpenDB = append(dc.OptionOpenDB, stdlib.OptionAfterConnect(o.afterConnect))
+	}
+	g, err := gorm.Open(pgdriver.New(dc), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true, // we open transactions explicitly where they matter
 		PrepareStmt:            false,

@@ -93,3 +93,13 @@ func Nice(tid int) (int, error) {
 	}
 	return 20 - cur, nil
 }
+
+// LowerProcess sets the niceness of process (or thread) pid to n unless it
+// is already at n or nicer, and tells whether it changed it. It is for a
+// single-threaded helper process serving this one (a Postgres backend).
+func LowerProcess(pid, n int) (bool, error) {
+	if n <= 0 {
+		return false, nil
+	}
+	return lowerThread(pid, n)
+}
