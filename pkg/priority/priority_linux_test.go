@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // Lower renices every thread of the process, and never raises a priority
@@ -91,32 +89,5 @@ func everyThreadAt(t *testing.T, want int) {
 		if n, err := Nice(tid); err == nil && n != want {
 			t.Errorf("thread %d: nice %d, want %d", tid, n, want)
 		}
-	}
-}
-
-// LowerGroup puts the process in a session of its own whose scheduling
-// group runs at the niceness asked, and never raises it.
-func TestLowerGroup(t *testing.T) {
-	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
-		t.Skip("this kernel groups nothing by session (no autogroup)")
-	}
-	if runInChildren(t, "TestLowerGroup", 1) {
-		before, err := GroupNice()
-		if err != nil || before != 0 {
-			t.Fatalf("the test binary's group: nice %d (%v), want it untouched at 0", before, err)
-		}
-		return
-	}
-	if err := LowerGroup(7); err != nil {
-		t.Fatal(err)
-	}
-	if err := LowerGroup(3); err != nil { // already nicer: unchanged
-		t.Fatal(err)
-	}
-	if n, err := GroupNice(); err != nil || n != 7 {
-		t.Fatalf("group nice %d (%v), want 7", n, err)
-	}
-	if sid, err := unix.Getsid(0); err != nil || sid != os.Getpid() {
-		t.Fatalf("session %d (%v), want its own (%d)", sid, err, os.Getpid())
 	}
 }
