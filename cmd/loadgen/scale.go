@@ -456,7 +456,7 @@ func writeJobBodies(ctx context.Context, cfg scaleConfig, dir string, perJob int
 	for lo := 0; lo < cfg.Accounts; lo += perJob {
 		bodies = append(bodies, jobBody{path: filepath.Join(dir, fmt.Sprintf("job-%08d.ndjson.gz", lo)), lo: lo, hi: min(lo+perJob, cfg.Accounts)})
 	}
-	g, _ := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2)
 	for i := range bodies {
 		b := &bodies[i]
@@ -470,6 +470,9 @@ func writeJobBodies(ctx context.Context, cfg scaleConfig, dir string, perJob int
 			bw := bufio.NewWriterSize(zw, 256<<10)
 			enc := json.NewEncoder(bw)
 			for j := b.lo; j < b.hi && err == nil; j++ {
+				if err = gctx.Err(); err != nil { // Ctrl-C stops the export too
+					break
+				}
 				err = enc.Encode(realisticAccount(cfg.Supplier, fmt.Sprintf("%s%08d", cfg.Prefix, j), j))
 			}
 			if err == nil {

@@ -32,7 +32,10 @@ type openOptions struct {
 // partners' status reads: while a migration's batch transactions kept both
 // cores busy, a status read waited its turn behind them (make bench-scale,
 // 100,000 accounts, the kernel's session groups off: status p99 8.2 ms with
-// the worker's sessions at nice 0, 5.8 ms niced).
+// the worker's sessions at nice 0, 5.8 ms niced; with them on, as on the
+// benchmark's machine by default, 12.9-15.2 ms niced against 13-19 ms not:
+// within the run-to-run noise, since niceness then only counts among
+// Postgres's own backends).
 // A backend is found by its process title, which names this connection's
 // client address and port, so no other process is ever touched; where that
 // is not possible (Postgres elsewhere, in another PID namespace, or run by
@@ -47,7 +50,7 @@ var errSessionNotLocal = errors.New("the session's backend is not a process this
 
 // afterConnect lowers the new session's backend (see WithSessionNice).
 func (o *openOptions) afterConnect(ctx context.Context, c *pgx.Conn) error {
-	err := lowerSession(ctx, c, o.sessionNice)
+	err := lowerSession(c, o.sessionNice)
 	o.once.Do(func() {
 		if o.log == nil {
 			return
@@ -62,15 +65,12 @@ func (o *openOptions) afterConnect(ctx context.Context, c *pgx.Conn) error {
 }
 
 // lowerSession renices the backend serving c to n.
-func lowerSession(ctx context.Context, c *pgx.Conn, n int) error {
+func lowerSession(c *pgx.Conn, n int) error {
 	tcp, ok := c.PgConn().Conn().LocalAddr().(*net.TCPAddr)
 	if !ok || !tcp.IP.IsLoopback() {
 		return errSessionNotLocal
 	}
-	var pid int
-	if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		return fmt.Errorf("session backend: %w", err)
-	}
+	pid := int(c.PgConn().PID()) // from the startup handshake: no round trip
 	title, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || !bytes.HasPrefix(title, []byte("postgres: ")) ||
 		!bytes.Contains(title, fmt.Appendf(nil, " %s(%d) ", tcp.IP, tcp.Port)) {
