@@ -63,6 +63,8 @@ type BulkJobHandler struct {
 	Vendors payments.Lookup
 	Lease   time.Duration // how long the job is held without a renewal (JOB_LEASE)
 	Slice   time.Duration // how long one task works before handing over to the next; 0: 5 minutes
+	// Pacer holds each round back while uploads stream in fast (nil: never).
+	Pacer *Pacer
 
 	StageBatch  int // lines staged per statement; 0: 500
 	CreateBatch int // accounts per creation transaction; 0: 100
@@ -205,6 +207,9 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 		}
 	}()
 	for {
+		if _, err := h.Pacer.Hold(ctx); err != nil {
+			return false, err
+		}
 		var err error
 		if turn, err = h.takeRound(ctx); err != nil {
 			return false, err

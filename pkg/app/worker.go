@@ -46,6 +46,8 @@ type Worker struct {
 	done       chan struct{}
 	swept      chan struct{} // closed when the sweeper has stopped
 	analyzed   chan struct{} // closed when the statistics keeper has stopped
+	pacer      *jobs.Pacer
+	paced      chan struct{} // closed when the pacer has stopped probing
 }
 
 // NewWorker connects and wires the handlers.
@@ -60,7 +62,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
-		dispatched: make(chan struct{})}
+		dispatched: make(chan struct{}), paced: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithRecount(db.InProgressSlotHolders)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
@@ -73,8 +75,16 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
-	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Vendors: create.Vendors, Log: log, Now: time.Now, Lease: cfg.JobLease}
-	w.Registry.MustRegister(&jobs.BulkJobCollector{Store: db, Log: log})
+	w.pacer = &jobs.Pacer{Receiving: db.ReceivingLines, Log: log}
+	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Vendors: create.Vendors, Log: log, Now: time.Now, Lease: cfg.JobLease,
+		Pacer: w.pacer}
+	w.Registry.MustRegister(&jobs.BulkJobCollector{Store: db, Log: log},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dataimport_bulk_rounds_held_seconds_total",
+			Help: "Time this worker's bulk job rounds waited for fast uploads to finish arriving (see jobs.Pacer)."},
+			func() float64 { return w.pacer.Held().Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dataimport_bulk_receiving_lines_per_second",
+			Help: "Lines a second the cluster's uploads were received at, as this worker last read it."},
+			func() float64 { return w.pacer.Rate() }))
 	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, BulkJob: bulk, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
@@ -181,6 +191,10 @@ func (w *Worker) Start() error {
 		defer close(w.analyzed)
 		w.stats.Run(ctx)
 	}()
+	go func() {
+		defer close(w.paced)
+		w.pacer.Run(ctx)
+	}()
 	return nil
 }
 
@@ -203,6 +217,7 @@ func (w *Worker) Shutdown() {
 		<-w.swept
 		<-w.analyzed
 		<-w.dispatched
+		<-w.paced
 	}
 	w.hooks.Shutdown()
 	w.server.Shutdown()

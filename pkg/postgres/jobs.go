@@ -1358,3 +1358,25 @@ func (db *DB) ReadJobGauges(ctx context.Context) (JobGauges, error) {
 		"in_progress": inProgress, "created": created, "already_imported": already, "failed": failed, "cancelled": cancelled}
 	return g, nil
 }
+
+// ReceivingLines is how many lines each job still receiving has received
+// so far (its upload's heartbeat keeps it within a second of the truth).
+func (db *DB) ReceivingLines(ctx context.Context) (map[int64]int64, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT id, n_received FROM import_jobs WHERE state = 'RECEIVING'`)
+	if err != nil {
+		return nil, fmt.Errorf("receiving lines: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var id, n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("receiving lines: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("receiving lines: %w", err)
+	}
+	return out, nil
+}
