@@ -32,13 +32,24 @@ type Pacer struct {
 	Fast      float64       // lines a second above which rounds wait; 0: 500
 	MaxHold   time.Duration // the longest one round waits; 0: 10 s
 
-	mu     sync.Mutex
-	last   map[int64]int64
-	lastAt time.Time
-	rate   float64       // lines a second received over the last Every
-	calm   chan struct{} // closed (and dropped) when the rate falls below Fast
-	held   time.Duration
+	mu       sync.Mutex
+	readings []reading     // the last Window's readings, oldest first
+	rate     float64       // lines a second received over the readings
+	busy     bool          // rounds wait
+	fastAt   time.Time     // when the readings last showed uploads arriving fast
+	calm     chan struct{} // closed (and dropped) when the rate falls below Fast
+	held     time.Duration
 }
+
+type reading struct {
+	at       time.Time
+	received map[int64]int64
+}
+
+// window is how far back the rate looks: longer than the uploads'
+// heartbeat (a second), which is how often a job's count moves between
+// its batches.
+const window = 2 * time.Second
 
 func (p *Pacer) defaults() (every time.Duration, fast float64, maxHold time.Duration) {
 	every, fast, maxHold = p.Every, p.Fast, p.MaxHold
@@ -84,24 +95,50 @@ func (p *Pacer) Run(ctx context.Context) {
 	}
 }
 
-// Observe takes one reading of the receiving jobs' lines at now.
+// Observe takes one reading of the receiving jobs' lines at now (nil:
+// unknown, which holds nothing back).
 func (p *Pacer) Observe(received map[int64]int64, now time.Time) {
 	_, fast, _ := p.defaults()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var lines int64
-	for id, n := range received {
-		if before, ok := p.last[id]; ok && n > before {
-			lines += n - before
+	if received == nil {
+		p.readings = p.readings[:0]
+	} else {
+		p.readings = append(p.readings, reading{at: now, received: received})
+		for len(p.readings) > 2 && now.Sub(p.readings[1].at) >= window {
+			p.readings = p.readings[1:]
 		}
 	}
-	if received == nil || p.lastAt.IsZero() {
-		p.rate = 0
-	} else if dt := now.Sub(p.lastAt).Seconds(); dt > 0 {
-		p.rate = float64(lines) / dt
+	p.rate = 0
+	fresh := false
+	if n := len(p.readings); n > 0 {
+		first, last := p.readings[0], p.readings[n-1]
+		var lines int64
+		// Only jobs still receiving count: when the last upload is in, the
+		// rounds go on (after the hysteresis below).
+		for id, now := range last.received {
+			before, ok := first.received[id]
+			if !ok || n == 1 {
+				// An upload that began within the window: its pace is not
+				// known yet (its first heartbeat comes a second in), and a
+				// fast one is at its most expensive from the start.
+				fresh = true
+			} else if now > before {
+				lines += now - before
+			}
+		}
+		if dt := last.at.Sub(first.at).Seconds(); dt > 0 {
+			p.rate = float64(lines) / dt
+		}
 	}
-	p.last, p.lastAt = received, now
-	if p.rate < fast && p.calm != nil {
+	if fresh || p.rate >= fast {
+		p.fastAt = now
+	}
+	// Rounds wait a window past the last fast reading: an upload's last
+	// transaction (its final batch and the duplicate-line marking) runs
+	// after its count stopped moving.
+	p.busy = received != nil && !p.fastAt.IsZero() && now.Sub(p.fastAt) < window
+	if !p.busy && p.calm != nil {
 		close(p.calm)
 		p.calm = nil
 	}
@@ -120,9 +157,9 @@ func (p *Pacer) Hold(ctx context.Context) (time.Duration, error) {
 	if p == nil {
 		return 0, ctx.Err()
 	}
-	_, fast, maxHold := p.defaults()
+	_, _, maxHold := p.defaults()
 	p.mu.Lock()
-	if p.rate < fast {
+	if !p.busy {
 		p.mu.Unlock()
 		return 0, ctx.Err()
 	}
