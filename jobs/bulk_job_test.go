@@ -283,3 +283,109 @@ func TestBulkJobsTakeTurnsInOneWorker(t *testing.T) {
 		t.Fatalf("%d jobs ran rounds at once in one worker, want 1", store.most)
 	}
 }
+
+// stageCounter counts the bulk handler's staging statements: one per round.
+type stageCounter struct {
+	*postgres.DB
+	staged atomic.Int64
+}
+
+func (c *stageCounter) StageJobChunk(ctx context.Context, job dataimport.Job, after int64, limit int) (int, int64, error) {
+	c.staged.Add(1)
+	return c.DB.StageJobChunk(ctx, job, after, limit)
+}
+
+// While another partner's upload streams in fast, a received job's rounds
+// wait (the CPU is the upload's and the status reads'); once that upload is
+// in they go on and the job completes. The pace is read from the real job
+// rows an upload's heartbeat keeps.
+func TestBulkJobRoundsWaitWhileAnUploadStreamsIn(t *testing.T) {
+	e := newSlotEnv(t, time.Minute)
+	const n = 60
+	job := e.receivedJob(n)
+	org, err := e.db.CreateOrganisation(e.ctx, "Uploading Partner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := e.db.CreateSupplier(e.ctx, dataimport.Supplier{Code: "UPLOADING"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload, _, err := e.db.CreateJob(e.ctx, postgres.NewJob{OrganisationID: org.ID, SupplierID: sup.ID, TeamID: &e.teamID, Create: true}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pacer := &jobs.Pacer{Receiving: e.db.ReceivingLines, Log: quiet(), Every: 100 * time.Millisecond, MaxHold: time.Minute}
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	go pacer.Run(ctx)
+
+	// The upload: lines (invalid ones are stored and counted the same) as
+	// fast as they can be stored, until told to end.
+	end := make(chan struct{})
+	received := make(chan error, 1)
+	go func() {
+		_, err := e.db.ReceiveJob(ctx, upload.ID, 0, func() int64 { return 0 }, func() []byte { return make([]byte, 32) }, func(emit func(postgres.JobLine) error) error {
+			for i := 1; ; i++ {
+				select {
+				case <-end:
+					return nil
+				default:
+				}
+				if err := emit(postgres.JobLine{Line: i, Err: dataimport.Errorf(dataimport.CodeParseError, "not JSON")}); err != nil {
+					return err
+				}
+			}
+		})
+		received <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !pacer.Busy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pacer never saw the upload")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	store := &stageCounter{DB: e.db}
+	h := &jobs.BulkJobHandler{Store: store, Slots: e.slots, Queue: e.client, Log: quiet(), Now: time.Now, Lease: time.Minute,
+		CreateBatch: 10, Parallel: 2, Pacer: pacer}
+	task, err := queue.BulkJob{JobID: job.ID}.Task()
+	if err != nil {
+		t.Fatal(err)
+	}
+	processed := make(chan error, 1)
+	go func() { processed <- h.ProcessTask(ctx, task) }()
+	time.Sleep(3 * time.Second) // longer than the pace's window: the upload's pace is known and fast
+	if got := store.staged.Load(); got != 0 {
+		t.Fatalf("%d rounds ran while the upload streamed in at %.0f lines/s", got, pacer.Rate())
+	}
+	if rate := pacer.Rate(); rate < 500 {
+		t.Fatalf("the upload streamed at %.0f lines/s, too slow to show anything", rate)
+	}
+	close(end)
+	if err := <-received; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-processed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job did not finish after the upload was in")
+	}
+	var v struct {
+		State    string
+		NCreated int64
+	}
+	if err := e.db.Gorm().Raw(`SELECT state, n_created FROM import_jobs WHERE id = ?`, job.ID).Scan(&v).Error; err != nil {
+		t.Fatal(err)
+	}
+	if v.State != "COMPLETED" || v.NCreated != n {
+		t.Fatalf("job %s with %d created, want COMPLETED with %d", v.State, v.NCreated, n)
+	}
+	if held := pacer.Held(); held < 2*time.Second {
+		t.Fatalf("rounds held %v, want the time the upload streamed", held)
+	}
+}

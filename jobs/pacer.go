@@ -151,6 +151,13 @@ func (p *Pacer) Rate() float64 {
 	return p.rate
 }
 
+// Busy reports whether rounds wait at the last reading.
+func (p *Pacer) Busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy
+}
+
 // Hold waits while uploads arrive fast, at most MaxHold, and returns how
 // long it waited. A nil Pacer never waits.
 func (p *Pacer) Hold(ctx context.Context) (time.Duration, error) {

@@ -86,7 +86,7 @@ func newRoot() *cobra.Command {
 	f.IntVar(&pgSeconds, "pgbench-seconds", 15, "pgbench duration per script (0 skips the ceiling)")
 	f.StringVar(&outDir, "out", "results", "report folder")
 	_ = cmd.MarkFlagRequired("api-key")
-	cmd.AddCommand(webhookCmd(), scaleCmd())
+	cmd.AddCommand(webhookCmd(), scaleCmd(), scaleReportCmd())
 	return cmd
 }
 

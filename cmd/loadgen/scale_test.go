@@ -48,3 +48,24 @@ func TestTenthRates(t *testing.T) {
 		t.Errorf("no samples: %v", got)
 	}
 }
+
+// TestPhaseP99s: the per-second status p99s split at the last upload's
+// acceptance, seconds without reads left out.
+func TestPhaseP99s(t *testing.T) {
+	res := &scaleResult{UploadSeconds: 10}
+	for i := range 30 {
+		s := scaleSample{T: float64(i), StatusN: 200, StatusP99: float64(i)}
+		if i == 3 || i == 25 {
+			s.StatusN, s.StatusP99 = 0, 1000 // no reads: not a second of evidence
+		}
+		res.Samples = append(res.Samples, s)
+	}
+	up, after, ok := phaseP99s(res)
+	// While uploading: 0,1,2,4,...,9 (9 seconds); after: 10..29 without 25 (19).
+	if !ok || up != [2]float64{5, 9} || after != [2]float64{19, 28} {
+		t.Fatalf("phaseP99s = %v, %v, %v; want [5 9], [19 28], true", up, after, ok)
+	}
+	if _, _, ok := phaseP99s(&scaleResult{UploadSeconds: 10}); ok {
+		t.Fatal("a run without samples has phases")
+	}
+}
