@@ -100,6 +100,21 @@ func (e *slotEnv) receivedJobFor(n int, orgName, supplier string) dataimport.Job
 	return job
 }
 
+// wantCompleted fails the test unless the job is COMPLETED with n created.
+func (e *slotEnv) wantCompleted(jobID int64, n int64) {
+	e.t.Helper()
+	var v struct {
+		State    string
+		NCreated int64
+	}
+	if err := e.db.Gorm().Raw(`SELECT state, n_created FROM import_jobs WHERE id = ?`, jobID).Scan(&v).Error; err != nil {
+		e.t.Fatal(err)
+	}
+	if v.State != "COMPLETED" || v.NCreated != n {
+		e.t.Fatalf("job %s with %d created, want COMPLETED with %d", v.State, v.NCreated, n)
+	}
+}
+
 // A bulk job's rounds settle only the lines they created: the whole job's
 // lines in flight are looked at when a run starts and after a round with
 // nothing to do, not once per round (each such look walks every line the
@@ -119,16 +134,7 @@ func TestBulkJobRoundsLookOnlyAtTheirOwnLines(t *testing.T) {
 	if err := h.ProcessTask(e.ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	var v struct {
-		State    string
-		NCreated int64
-	}
-	if err := e.db.Gorm().Raw(`SELECT state, n_created FROM import_jobs WHERE id = ?`, job.ID).Scan(&v).Error; err != nil {
-		t.Fatal(err)
-	}
-	if v.State != "COMPLETED" || v.NCreated != n {
-		t.Fatalf("job %s with %d created, want COMPLETED with %d", v.State, v.NCreated, n)
-	}
+	e.wantCompleted(job.ID, n)
 	rounds := store.resolveSome.Load()
 	if rounds < n/20-1 { // the first round looks at the whole job
 		t.Fatalf("%d rounds settled their own lines, want at least %d (20 accounts a round)", rounds, n/20-1)
@@ -375,16 +381,7 @@ func TestBulkJobRoundsWaitWhileAnUploadStreamsIn(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the job did not finish after the upload was in")
 	}
-	var v struct {
-		State    string
-		NCreated int64
-	}
-	if err := e.db.Gorm().Raw(`SELECT state, n_created FROM import_jobs WHERE id = ?`, job.ID).Scan(&v).Error; err != nil {
-		t.Fatal(err)
-	}
-	if v.State != "COMPLETED" || v.NCreated != n {
-		t.Fatalf("job %s with %d created, want COMPLETED with %d", v.State, v.NCreated, n)
-	}
+	e.wantCompleted(job.ID, n)
 	if held := pacer.Held(); held < 2*time.Second {
 		t.Fatalf("rounds held %v, want the time the upload streamed", held)
 	}
