@@ -20,9 +20,11 @@ import (
 // (Linux autogroup, on by default): every Postgres backend shares the
 // postmaster's group, so a batch session's lower priority counts only
 // among Postgres's backends. So the rounds wait while uploads arrive faster
-// than Fast lines a second across the cluster (a slow upload, which costs
-// little, holds nothing back), each wait at most MaxHold, so a job always
-// moves on; the CPU work is the same either way, done one after the other.
+// than Fast lines a second across the cluster, while a new upload's pace
+// is not known yet, and a window after the last fast reading (a slow
+// upload, which costs little, holds nothing back once its pace is known),
+// each wait at most MaxHold, so a job always moves on; the CPU work is the
+// same either way, done one after the other.
 type Pacer struct {
 	// Receiving reads how many lines each job still receiving has
 	// received so far (postgres.DB.ReceivingLines).
@@ -33,11 +35,11 @@ type Pacer struct {
 	MaxHold   time.Duration // the longest one round waits; 0: 10 s
 
 	mu       sync.Mutex
-	readings []reading     // the last Window's readings, oldest first
+	readings []reading     // the readings back to the first older than window, oldest first
 	rate     float64       // lines a second received over the readings
 	busy     bool          // rounds wait
 	fastAt   time.Time     // when the readings last showed uploads arriving fast
-	calm     chan struct{} // closed (and dropped) when the rate falls below Fast
+	calm     chan struct{} // closed (and dropped) when rounds may go on
 	held     time.Duration
 }
 
