@@ -118,15 +118,15 @@ func (p *Pacer) Observe(received map[int64]int64, now time.Time) {
 		var lines int64
 		// Only jobs still receiving count: when the last upload is in, the
 		// rounds go on (after the hysteresis below).
-		for id, now := range last.received {
+		for id, got := range last.received {
 			before, ok := first.received[id]
 			if !ok || n == 1 {
 				// An upload that began within the window: its pace is not
 				// known yet (its first heartbeat comes a second in), and a
 				// fast one is at its most expensive from the start.
 				fresh = true
-			} else if now > before {
-				lines += now - before
+			} else if got > before {
+				lines += got - before
 			}
 		}
 		if dt := last.at.Sub(first.at).Seconds(); dt > 0 {

@@ -47,7 +47,7 @@ type Worker struct {
 	swept      chan struct{} // closed when the sweeper has stopped
 	analyzed   chan struct{} // closed when the statistics keeper has stopped
 	pacer      *jobs.Pacer
-	paced      chan struct{} // closed when the pacer has stopped probing
+	paced      chan struct{} // closed when the pacer has stopped reading the receiving jobs
 }
 
 // NewWorker connects and wires the handlers.
