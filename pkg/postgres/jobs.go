@@ -132,7 +132,7 @@ func (db *DB) Jobs(ctx context.Context, orgID int64, before int64, limit int) ([
 // outcomes (all when empty), in line order, streaming from Postgres.
 func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error {
 	// The lines of an upload still being received are not the job's yet.
-	q := `SELECT line, coalesce(external_account_number, ''), outcome, coalesce(platform_account_number, ''), coalesce(errors::text, '')
+	q := `SELECT line, coalesce(external_account_number, ''), outcome, platform_account_number, coalesce(errors::text, '')
 		FROM import_job_records WHERE job_id = $1
 		 AND EXISTS (SELECT 1 FROM import_jobs j WHERE j.id = $1 AND j.state <> 'RECEIVING')`
 	args := []any{jobID}
