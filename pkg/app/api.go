@@ -22,6 +22,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/redis"
+	"github.com/gridshift/dataimport/pkg/webhook"
 )
 
 // API is the assembled HTTP service and the connections it owns.
@@ -97,6 +98,10 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Documents:   docs,
 		Idempotency: db,
 		Jobs:        db,
+
+		Webhooks:      db,
+		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		WebhookSender: webhook.NewSender(webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout),
 	})
 	if cfg.ConsoleAddr != "" {
 		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {

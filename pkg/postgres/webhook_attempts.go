@@ -18,6 +18,8 @@ type WebhookClaim struct {
 	Attempt    int // 1-based, in this round
 	URL        string
 	Secret     string
+	// PreviousSecret also signs while a rotation's overlap lasts ("" after).
+	PreviousSecret string
 	MsgID      string // the FeedEvent id: webhook-id
 	Body       []byte // the FeedEvent JSON, built by the feed's reader
 	OccurredAt time.Time
@@ -42,9 +44,11 @@ func (db *DB) ClaimWebhookAttempt(ctx context.Context, d WebhookDue, lease time.
 		UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $3 * interval '1 millisecond'
 		  FROM webhook_endpoints w, import_process_events e
 		 WHERE d.id = $1 AND d.attempts = $2 AND d.state = 'pending' AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id
-		RETURNING d.endpoint_id, d.attempts, w.url, w.secret, w.organisation_id, d.event_id, e.occurred_at`,
+		RETURNING d.endpoint_id, d.attempts, w.url, w.secret,
+			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret ELSE '' END,
+			w.organisation_id, d.event_id, e.occurred_at`,
 		d.DeliveryID, d.Attempts, lease.Milliseconds()).
-		Scan(&c.EndpointID, &c.Attempt, &c.URL, &c.Secret, &org, &eventID, &c.OccurredAt)
+		Scan(&c.EndpointID, &c.Attempt, &c.URL, &c.Secret, &c.PreviousSecret, &org, &eventID, &c.OccurredAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
