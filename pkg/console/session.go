@@ -59,6 +59,15 @@ func (c *Console) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// sessionHash is the token hash of the request's session (nil: none).
+func (c *Console) sessionHash(r *http.Request) []byte {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	return auth.HashSessionToken(ck.Value)
+}
+
 func (c *Console) sessionOperator(r *http.Request) (postgres.Operator, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" || len(ck.Value) > 128 {
@@ -160,7 +169,8 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // changePassword sets the operator's own password; the one-time password
-// importctl printed works only until then.
+// importctl printed works only until then, and every other session of the
+// operator ends (this one goes on).
 func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) {
 	op, _ := operatorFrom(r.Context())
 	current, next, again := r.PostFormValue("current"), r.PostFormValue("new"), r.PostFormValue("again")
@@ -177,7 +187,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) {
 		hash, err := auth.HashOperatorPassword(next)
 		if err != nil {
 			data["Error"] = err.Error()
-		} else if err := c.deps.Store.SetOperatorPassword(r.Context(), op.Name, hash, false); err != nil {
+		} else if err := c.deps.Store.SetOperatorPassword(r.Context(), op.Name, hash, false, c.sessionHash(r)); err != nil {
 			c.fail(w, r, err)
 			return
 		} else {
