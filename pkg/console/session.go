@@ -10,6 +10,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // sessionCookie holds the session token; only its SHA-256 is stored.
@@ -91,22 +92,24 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", map[string]any{})
 }
 
-// login checks name and password under the same per-client throttle as
-// obtainToken: 10 failures a minute from one address, then refused.
+// login checks name and password under a throttle keyed per client and
+// login name: 10 failures a minute, then refused. Keyed on the client
+// alone, one attacker behind a shared proxy address locked every operator
+// out; the client is the address the trusted proxies name (clientIP).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	client := "console:" + clientIP(r)
+	name, password := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("password")
+	client := "console:" + c.clientIP(r) + ":" + strings.ToLower(storable.Text(name, 200))
 	if c.deps.Throttle != nil {
 		blocked, wait, err := c.deps.Throttle.Blocked(ctx, client)
 		if err != nil {
 			c.deps.Logger.WarnContext(ctx, "console login throttle unavailable", "err", err.Error())
 		} else if blocked {
 			w.Header().Set("Retry-After", itoa(int(math.Ceil(wait.Seconds()))))
-			c.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Error": "Too many failed logins from your address. Try again in a minute."})
+			c.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Error": "Too many failed logins for this name from your address. Try again in a minute."})
 			return
 		}
 	}
-	name, password := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("password")
 	op, err := c.deps.Store.OperatorByName(ctx, name)
 	if err != nil && !errors.Is(err, postgres.ErrOperatorNotFound) {
 		c.fail(w, r, err)
