@@ -180,10 +180,19 @@ func TestStorableTextColumns(t *testing.T) {
 		t.Errorf("excerpt stored as %q", excerpt[:min(len(excerpt), 40)])
 	}
 
-	// Job records' and jobs' errors are the service's validation messages
-	// with partner keys echoed: the same storableError as attempts (a job
-	// needs an upload to exercise; pkg/app's job tests do).
-	covered["import_job_records.errors"], covered["import_jobs.error"] = true, true
+	// A job's line errors and a job's error quote what the upload held.
+	job := e.receivingJob(s, "Storable jobs")
+	if _, err := e.db.ReceiveJob(e.ctx, job.ID, 0, func() int64 { return 1 }, func() []byte { return make([]byte, 32) },
+		func(emit func(postgres.JobLine) error) error {
+			return emit(postgres.JobLine{Line: 1, External: "R-1", Payload: []byte(`{}`),
+				Err: &dataimport.Error{Code: "invalid", Detail: hostile, Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}})
+		}); err != nil {
+		t.Fatal(err)
+	}
+	proved("import_job_records.errors")
+	failed := e.receivingJob(s, "Storable failed job")
+	e.must(e.db.FailJob(e.ctx, failed.ID, &dataimport.Error{Code: "unreadable", Detail: hostile}))
+	proved("import_jobs.error")
 
 	for c, origin := range textOrigins {
 		if origin == external && !covered[c] {
