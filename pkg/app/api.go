@@ -120,7 +120,7 @@ func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb 
 	}
 	a.inspect = asynq.NewInspector(c.redisOpt)
 	a.Console, err = console.New(console.Config{CookieSecure: cfg.ConsoleCookieSecure, SessionTTL: cfg.ConsoleSessionTTL, CSRFKey: key,
-		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL},
+		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL, TrustedProxies: cfg.TrustedProxies},
 		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
 			Logger: log.With("component", "console"), Webhooks: console.StoreWebhooks(a.DB),
 			BulkJobs: a.consoleBulkJobs,

@@ -13,9 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // Limits of one delivery attempt.
@@ -170,10 +171,6 @@ func cleanErr(err error) error {
 	return err
 }
 
-// excerpt is the start of a body as valid UTF-8 text.
-func excerpt(b []byte) string {
-	if len(b) > ExcerptLimit {
-		b = b[:ExcerptLimit]
-	}
-	return strings.ToValidUTF8(strings.TrimRightFunc(string(b), func(r rune) bool { return r == utf8.RuneError }), "")
-}
+// excerpt is the start of a body as storable text (a receiver answering
+// in UTF-16 sends NUL bytes).
+func excerpt(b []byte) string { return storable.Bytes(b, ExcerptLimit) }
