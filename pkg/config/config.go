@@ -52,7 +52,7 @@ type Config struct {
 	MaxJobLines          int64         `env:"MAX_JOB_LINES" envDefault:"5000000"`
 	JobInvalidCheckAfter int64         `env:"JOB_INVALID_CHECK_AFTER" envDefault:"1000"`
 	MaxJobInvalidRatio   float64       `env:"MAX_JOB_INVALID_RATIO" envDefault:"0.5"`
-	MaxGzipRatio         float64       `env:"MAX_GZIP_RATIO" envDefault:"100"`
+	MaxGzipRatio         float64       `env:"MAX_GZIP_RATIO" envDefault:"500"`
 	SMTPURL              string        `env:"SMTP_URL"`
 	SMTPFrom             string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
 	DocumentStoreURL     string        `env:"DOCUMENT_STORE_URL"`
@@ -171,7 +171,7 @@ func (c Config) checkUploads() error {
 	case !(c.MaxJobInvalidRatio > 0 && c.MaxJobInvalidRatio <= 1):
 		return fmt.Errorf("config: MAX_JOB_INVALID_RATIO must be above 0 and at most 1, such as 0.5")
 	case !(c.MaxGzipRatio >= 2):
-		return fmt.Errorf("config: MAX_GZIP_RATIO must be at least 2, such as 100")
+		return fmt.Errorf("config: MAX_GZIP_RATIO must be at least 2, such as 500")
 	}
 	return nil
 }

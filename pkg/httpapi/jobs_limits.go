@@ -43,7 +43,7 @@ const (
 	DefaultMaxJobLines       = 5_000_000
 	DefaultInvalidAfter      = 1000
 	DefaultMaxInvalidRatio   = 0.5
-	DefaultMaxGzipRatio      = 100
+	DefaultMaxGzipRatio      = 500
 )
 
 func (l UploadLimits) withDefaults() UploadLimits {
