@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -408,5 +409,33 @@ func TestMostlyInvalidJobKeepsItsReport(t *testing.T) {
 	}
 	if n := p.count(`SELECT count(*) FROM import_job_records WHERE job_id = $1 AND errors IS NOT NULL`, id); n != 0 {
 		t.Fatalf("%d lines carry their own error JSON", n)
+	}
+}
+
+// TestUploadSpeedReport times the happy path: a 20,000-account gzipped body
+// to its 202 (log only; set UPLOAD_SPEED=1, results/hardening.md).
+func TestUploadSpeedReport(t *testing.T) {
+	if os.Getenv("UPLOAD_SPEED") == "" {
+		t.Skip("set UPLOAD_SPEED=1 to time the happy path")
+	}
+	p := newPipeline(t)
+	var body bytes.Buffer
+	for i := range 20_000 {
+		body.WriteString(p.jobAccountLine(fmt.Sprintf("SPD-%06d", i)) + "\n")
+	}
+	raw := body.Bytes()
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	for run := range 3 {
+		start := time.Now()
+		r := p.As(p.token, http.MethodPost, "/v1/data-import/jobs/?import_supplier=DEMO_ENERGY&operations_team_name=Migrations", zb.Bytes(),
+			"Content-Type", "application/x-ndjson", "Content-Encoding", "gzip")
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("upload: %d %s", r.Status, r.Body)
+		}
+		d := time.Since(start)
+		t.Logf("SPEED run %d: 20,000 accounts (%d bytes, %d gzipped) accepted in %v (%.0f lines/s)", run, len(raw), zb.Len(), d, 20000/d.Seconds())
 	}
 }
