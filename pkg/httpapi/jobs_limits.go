@@ -149,7 +149,13 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	// server's own timeouts apply.
 	_ = r.rc.SetReadDeadline(time.Now().Add(r.idle))
 	n, err := r.r.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case errors.Is(err, io.EOF):
+		// The body is in: net/http now reads the connection in the
+		// background to notice a hang-up, and a deadline left set would
+		// cancel the request while its last batch commits.
+		_ = r.rc.SetReadDeadline(time.Time{})
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
 		r.timedOut = true
 	}
 	return n, err
