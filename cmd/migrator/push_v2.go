@@ -59,7 +59,7 @@ func (p *pusher) runV2(ctx context.Context, a account, id string, log *slog.Logg
 		case failure != nil:
 			return fromAPIError(id, outcomeFailed, failure)
 		case st != nil && st.Status == client.V2StatusPROCESSED:
-			return p.completed(ctx, a, outcomeSkippedCompleted, st.PlatformAccountNumber, "")
+			return p.completed(ctx, a, outcomeSkippedCompleted, deref(st.PlatformAccountNumber), "")
 		case st != nil && (st.Status == client.V2StatusINPROGRESS || st.Status == client.V2StatusPENDING && st.Scheduled):
 			log.InfoContext(ctx, "already scheduled, following it", "status", st.Status)
 			return p.pollV2(ctx, a)
@@ -136,7 +136,7 @@ func (p *pusher) pollV2(ctx context.Context, a account) result {
 		}
 		switch st.Status {
 		case client.V2StatusPROCESSED:
-			return p.completed(ctx, a, outcomeCompleted, st.PlatformAccountNumber, "")
+			return p.completed(ctx, a, outcomeCompleted, deref(st.PlatformAccountNumber), "")
 		case client.V2StatusDRYRUNSUCCEEDED:
 			return result{outcome: outcomeDryRunOK, rows: []row{{External: id, Outcome: outcomeDryRunOK, Code: "DRY_RUN_SUCCEEDED",
 				Detail: "Dry run succeeded; nothing was kept."}}}
@@ -159,4 +159,12 @@ func v2ErrorRow(id string, st *client.V2AccountStatus) row {
 		r.Code, r.Detail = e.Code, fmt.Sprintf("%s (%s, %s)", e.Detail, st.Status, e.Domain)
 	}
 	return r
+}
+
+// deref is a field the service reports as null until it has a value.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -3,6 +3,8 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DATA_DIR=${DATA_DIR:-$ROOT/.data}
+# Where the binaries are (make build puts them in bin/; a test may build elsewhere).
+BIN=${BIN:-$ROOT/bin}
 mkdir -p "$DATA_DIR/logs"
 pids=()
 
@@ -19,13 +21,13 @@ use_database() {
     DATABASE_URL=$(echo "$DATABASE_URL" | sed -E "s#/[^/?]*(\?|\$)#/$name\1#")
   fi
   export DATABASE_URL REDIS_URL
-  "$ROOT/bin/importctl" migrate >/dev/null
+  "$BIN/importctl" migrate >/dev/null
 }
 
 # start NAME: run bin/NAME in the background, logging under $DATA_DIR/logs.
 # (The worker lowers its own CPU priority: BATCH_NICE, default 10.)
 start() {
-  "$ROOT/bin/$1" >>"$DATA_DIR/logs/$1.log" 2>&1 &
+  "$BIN/$1" >>"$DATA_DIR/logs/$1.log" 2>&1 &
   pids+=($!)
 }
 

@@ -13,6 +13,9 @@ export WORKER_HTTP_ADDR=${WORKER_HTTP_ADDR:-127.0.0.1:8081}
 # The operator console, on its own port; plain http on this machine.
 export CONSOLE_ADDR=${CONSOLE_ADDR:-127.0.0.1:8082}
 export CONSOLE_COOKIE_SECURE=${CONSOLE_COOKIE_SECURE:-false}
+# A partner trying webhooks on this machine points them at a local receiver:
+# allow loopback and plain http here (never in production).
+export WEBHOOK_ALLOW_PRIVATE=${WEBHOOK_ALLOW_PRIVATE:-true}
 BASE="http://$HTTP_ADDR"
 
 trap 'echo; echo "stopping api and worker…"; stop_all; echo "stopped."' INT TERM EXIT
@@ -21,8 +24,8 @@ trap 'echo; echo "stopping api and worker…"; stop_all; echo "stopped."' INT TE
 # is verified like a real one. Both the api and the worker verify.
 if [ -z "${STRIPE_API_KEY:-}" ]; then
   STRIPE_MOCK_ADDR=${STRIPE_MOCK_ADDR:-127.0.0.1:12111}
-  go build -o "$ROOT/bin/stripe-mock" github.com/stripe/stripe-mock
-  "$ROOT/bin/stripe-mock" -http-addr "$STRIPE_MOCK_ADDR" -https-addr "${STRIPE_MOCK_HTTPS_ADDR:-127.0.0.1:12112}" \
+  go build -o "$BIN/stripe-mock" github.com/stripe/stripe-mock
+  "$BIN/stripe-mock" -http-addr "$STRIPE_MOCK_ADDR" -https-addr "${STRIPE_MOCK_HTTPS_ADDR:-127.0.0.1:12112}" \
     >>"$DATA_DIR/logs/stripe-mock.log" 2>&1 &
   pids+=($!)
   export STRIPE_API_KEY=sk_test_demo STRIPE_API_URL="http://$STRIPE_MOCK_ADDR"
@@ -33,14 +36,14 @@ start api
 wait_ready "$BASE/readyz"
 
 # Demo data: idempotent, so `make run` can be run again on the same data.
-bin/importctl supplier create DEMO_ENERGY --root demo-energy --market GB --require-products >/dev/null 2>&1 || true
-bin/importctl supplier update DEMO_ENERGY --market GB --require-products >/dev/null
-bin/importctl products load deploy/local/demo_products.json >/dev/null
-bin/importctl team create Migrations >/dev/null 2>&1 || true
-bin/importctl org create "Demo Partner" >/dev/null 2>&1 || true
-KEY=$(bin/importctl apikey create --org "Demo Partner" --supplier DEMO_ENERGY --json | sed -n 's/.*"api_key": "\([^"]*\)".*/\1/p')
+"$BIN/importctl" supplier create DEMO_ENERGY --root demo-energy --market GB --require-products >/dev/null 2>&1 || true
+"$BIN/importctl" supplier update DEMO_ENERGY --market GB --require-products >/dev/null
+"$BIN/importctl" products load deploy/local/demo_products.json >/dev/null
+"$BIN/importctl" team create Migrations >/dev/null 2>&1 || true
+"$BIN/importctl" org create "Demo Partner" >/dev/null 2>&1 || true
+KEY=$("$BIN/importctl" apikey create --org "Demo Partner" --supplier DEMO_ENERGY --json | sed -n 's/.*"api_key": "\([^"]*\)".*/\1/p')
 # A demo operator for the console: a new one-time password on every run.
-OPERATOR_PW=$( { bin/importctl operator create demo --json 2>/dev/null || bin/importctl operator reset-password demo --json; } \
+OPERATOR_PW=$( { "$BIN/importctl" operator create demo --json 2>/dev/null || "$BIN/importctl" operator reset-password demo --json; } \
   | sed -n 's/.*"one_time_password": "\([^"]*\)".*/\1/p')
 
 cat <<TXT
@@ -58,30 +61,11 @@ cat <<TXT
   organisation "Demo Partner"; product catalogue from deploy/local/demo_products.json.
   API key (shown once): $KEY
 
-  Walk-through (copy-paste):
+  Walk-through: README.md's "Walk-through" blocks, pasted in order into a shell after
+    KEY=$KEY BASE=$BASE
+  Webhooks may target loopback/plain http here (WEBHOOK_ALLOW_PRIVATE=$WEBHOOK_ALLOW_PRIVATE).
 
-    export BASE=$BASE
-    TOKEN=\$(curl -s -X POST \$BASE/v1/graphql/ -H 'Content-Type: application/json' \\
-      -d '{"query":"mutation { obtainToken(input: {APIKey: \"$KEY\"}) { token } }"}' \\
-      | sed -E 's/.*"token":"([^"]+)".*/\1/')
-    curl -s \$BASE/v1/data-import/validate-account/ -H "Authorization: Token \$TOKEN" \\
-      -H 'Content-Type: application/json' --data @pkg/dataimport/testdata/account_valid.json
-    curl -s \$BASE/v1/data-import/account-import-process/create-or-update/ -H "Authorization: Token \$TOKEN" \\
-      -H 'Content-Type: application/json' --data @pkg/dataimport/testdata/account_valid.json
-    curl -s \$BASE/v1/data-import/account-import-process/process/ -H "Authorization: Token \$TOKEN" \\
-      -H 'Content-Type: application/json' \\
-      -d '{"external_account_number":"EXT-0001","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
-    curl -s \$BASE/v1/data-import/account-transfer-status/DEMO_ENERGY/EXT-0001/ -H "Authorization: Token \$TOKEN"
-    # An account with meters, readings, PSR, payment schedules and a payment instruction (verified at STRIPE):
-    curl -s \$BASE/v1/data-import/account-import-process/create-or-update/ -H "Authorization: Token \$TOKEN" \\
-      -H 'Content-Type: application/json' --data @deploy/local/demo_account_payments.json
-    curl -s \$BASE/v1/data-import/account-import-process/process/ -H "Authorization: Token \$TOKEN" \\
-      -H 'Content-Type: application/json' \\
-      -d '{"external_account_number":"EXT-0003","import_supplier_code":"DEMO_ENERGY","operations_team_name":"Migrations"}'
-    curl -s \$BASE/v1/data-import/imported-account-import-processes/DEMO_ENERGY/ -H "Authorization: Token \$TOKEN"
-    curl -s \$BASE/v1/data-import/products/ -H "Authorization: Token \$TOKEN"
-
-  Operator commands: bin/importctl --help   (same DATABASE_URL as above)
+  Operator commands: $BIN/importctl --help   (same DATABASE_URL as above)
   Ctrl-C stops everything this command started.
 
 TXT

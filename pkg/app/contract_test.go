@@ -121,6 +121,10 @@ func TestOpenAPIContract(t *testing.T) {
 		want(s.Request(http.MethodGet, path, nil), http.StatusOK)
 	}
 	want(s.Request(http.MethodGet, "/docs/nothing.js", nil), http.StatusNotFound)
+	// The root points at the documentation instead of a bare 404.
+	if idx := want(s.Request(http.MethodGet, "/", nil), http.StatusOK).JSON(); idx["docs"] != "/docs" || idx["openapi"] != httpapi.OpenAPIPath {
+		t.Errorf("GET / = %v, want links to /docs and the OpenAPI document", idx)
+	}
 	if r := want(s.Request(http.MethodGet, httpapi.OpenAPIPath, nil), http.StatusOK); !bytes.Equal(r.Body, httpapi.OpenAPIDocument()) {
 		t.Error("GET /v1/data-import/openapi.json does not serve the embedded document")
 	}

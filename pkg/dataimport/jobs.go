@@ -84,7 +84,7 @@ type JobRecord struct {
 	Line                  int          `json:"line"`
 	ExternalAccountNumber string       `json:"external_account_number"`
 	Outcome               string       `json:"outcome"`
-	PlatformAccountNumber string       `json:"platform_account_number"`
+	PlatformAccountNumber *string      `json:"platform_account_number"` // null until created
 	Errors                []FieldError `json:"errors"`
 	Code                  string       `json:"code,omitempty"`
 	Detail                string       `json:"detail,omitempty"`

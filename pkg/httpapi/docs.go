@@ -59,3 +59,9 @@ func serveDocsFile(c *gin.Context, name, contentType string) {
 	c.Header("Cache-Control", "public, max-age=3600")
 	c.Data(http.StatusOK, contentType, b)
 }
+
+// serveIndex answers GET / with where to start, not a bare 404.
+func serveIndex(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"service": "data-import", "docs": "/docs", "openapi": OpenAPIPath,
+		"health": "/healthz", "ready": "/readyz"})
+}

@@ -729,7 +729,7 @@ func (s *Server) jobResults(c *gin.Context) {
 			for i, e := range r.Errors {
 				fields[i] = e.Attr + ": " + e.Code + ": " + e.Detail
 			}
-			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, r.PlatformAccountNumber,
+			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, deref(r.PlatformAccountNumber),
 				r.Code, cell(r.Detail), cell(strings.Join(fields, "; "))})
 			cw.Flush()
 			return err
@@ -749,6 +749,14 @@ func (s *Server) jobResults(c *gin.Context) {
 		logger(c).WarnContext(ctx, "job results stream stopped", "job_id", id, "err", err.Error())
 		c.Abort()
 	}
+}
+
+// deref is a CSV cell of a field that may be null: empty.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // cell keeps a spreadsheet from reading partner text as a formula.

@@ -39,6 +39,7 @@ func (s *Server) routesV2(g *gin.RouterGroup) {
 // publicRoutes are served without authentication: the OpenAPI document of
 // the routes above and the documentation page that renders it.
 func (s *Server) publicRoutes(e *gin.Engine) {
+	e.GET("/", serveIndex)
 	e.GET(OpenAPIPath, serveOpenAPI)
 	e.GET("/docs", serveDocsPage)
 	e.GET("/docs/:asset", serveDocsAsset)

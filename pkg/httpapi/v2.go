@@ -179,7 +179,7 @@ func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, bool) {
 type v2Status struct {
 	Status                dataimport.V2Status  `json:"status"`
 	Scheduled             bool                 `json:"scheduled"`
-	PlatformAccountNumber string               `json:"platform_account_number"`
+	PlatformAccountNumber *string              `json:"platform_account_number"` // null until created
 	CreatedAt             dataimport.DateTime  `json:"created_at"`
 	ModifiedAt            dataimport.DateTime  `json:"modified_at"`
 	ScheduleWindowStart   *dataimport.DateTime `json:"schedule_window_start"`
@@ -206,7 +206,7 @@ func (s *Server) statusV2(c *gin.Context) {
 	if !ok {
 		return
 	}
-	body := v2Status{Status: p.V2Status, Scheduled: p.Scheduled, PlatformAccountNumber: p.PlatformAccountNumber,
+	body := v2Status{Status: p.V2Status, Scheduled: p.Scheduled, PlatformAccountNumber: nullIfEmpty(p.PlatformAccountNumber),
 		CreatedAt: dataimport.NewDateTime(p.CreatedAt), ModifiedAt: dataimport.NewDateTime(p.ModifiedAt),
 		ScheduleWindowStart: wireTimePtr(p.WindowStart), ScheduleWindowEnd: wireTimePtr(p.WindowEnd)}
 	if e := p.LatestError; e != nil {
@@ -284,4 +284,13 @@ func wireTimePtr(t *time.Time) *dataimport.DateTime {
 	}
 	w := dataimport.NewDateTime(*t)
 	return &w
+}
+
+// nullIfEmpty is a field that has no value yet: null on the wire (CONTRACT
+// §15), never "" — v1 status keeps the interface's "".
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

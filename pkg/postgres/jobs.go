@@ -134,7 +134,7 @@ func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string,
 	// The lines of an upload still being received are not the job's yet.
 	// An invalid line's error is shared by the job's lines with the same
 	// error (import_job_errors, by hash); a line's own errors win.
-	q := `SELECT r.line, coalesce(r.external_account_number, ''), r.outcome, coalesce(r.platform_account_number, ''),
+	q := `SELECT r.line, coalesce(r.external_account_number, ''), r.outcome, r.platform_account_number,
 		       coalesce(r.errors::text, e.error::text, '')
 		FROM import_job_records r LEFT JOIN import_job_errors e ON e.job_id = r.job_id AND e.hash = r.error_hash
 		WHERE r.job_id = $1

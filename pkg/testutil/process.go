@@ -81,3 +81,14 @@ func (p *Process) Kill() {
 		_ = p.Cmd.Wait()
 	}
 }
+
+// FreeAddr is a loopback address with a port nothing listens on right now,
+// for a child process that must be told its address up front.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}

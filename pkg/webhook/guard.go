@@ -70,6 +70,16 @@ type Guard struct {
 // public (unless AllowPrivate). The dialler checks again on every
 // connection, since DNS may answer differently later.
 func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
+	u, err := g.checkURL(ctx, raw)
+	if err != nil && !g.AllowPrivate {
+		// Every refusal names the setting: a partner trying a local receiver
+		// must learn from the first answer how the operator allows it.
+		return nil, fmt.Errorf("%w (local http targets need WEBHOOK_ALLOW_PRIVATE=true on the service)", err)
+	}
+	return u, err
+}
+
+func (g Guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	if len(raw) > 2048 {
 		return nil, fmt.Errorf("%w: URL longer than 2048 characters", ErrRefusedTarget)
 	}
@@ -93,12 +103,12 @@ func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !IsPublic(ip) {
-			return nil, fmt.Errorf("%w: %s is not a public address (set WEBHOOK_ALLOW_PRIVATE=true for local targets)", ErrRefusedTarget, ip)
+			return nil, fmt.Errorf("%w: %s is not a public address", ErrRefusedTarget, ip)
 		}
 		return u, nil
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return nil, fmt.Errorf("%w: %s is not a public host (set WEBHOOK_ALLOW_PRIVATE=true for local targets)", ErrRefusedTarget, host)
+		return nil, fmt.Errorf("%w: %s is not a public host", ErrRefusedTarget, host)
 	}
 	res := g.Resolver
 	if res == nil {
@@ -110,7 +120,7 @@ func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	for _, a := range addrs {
 		if !IsPublic(a) {
-			return nil, fmt.Errorf("%w: %s resolves to %s, not a public address (set WEBHOOK_ALLOW_PRIVATE=true for local targets)", ErrRefusedTarget, host, a.Unmap())
+			return nil, fmt.Errorf("%w: %s resolves to %s, not a public address", ErrRefusedTarget, host, a.Unmap())
 		}
 	}
 	return u, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/gridshift/dataimport/pkg/webhook"
@@ -54,6 +55,10 @@ func TestCheckURL(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, webhook.ErrRefusedTarget) {
 			t.Errorf("strict %s: %v is not ErrRefusedTarget", c.url, err)
+		}
+		// Every refusal says how a local receiver is allowed, not only some.
+		if err != nil && !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {
+			t.Errorf("strict %s: %q does not name WEBHOOK_ALLOW_PRIVATE", c.url, err)
 		}
 		if _, err := lax.CheckURL(ctx, c.url); (err == nil) != c.lax {
 			t.Errorf("allow-private %s: err %v, want accepted=%t", c.url, err, c.lax)

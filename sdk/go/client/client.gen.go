@@ -1891,8 +1891,8 @@ type V2AccountStatus struct {
 	// Examples: 2025-06-01T09:30:00Z
 	ModifiedAt DateTime `json:"modified_at"`
 
-	// PlatformAccountNumber Empty until the account exists.
-	PlatformAccountNumber string    `json:"platform_account_number"`
+	// PlatformAccountNumber null until the account exists. (v1 status keeps the interface's empty string.)
+	PlatformAccountNumber *string   `json:"platform_account_number"`
 	ScheduleWindowEnd     *DateTime `json:"schedule_window_end"`
 	ScheduleWindowStart   *DateTime `json:"schedule_window_start"`
 
@@ -3023,6 +3023,13 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetIndex Where to start: links to the documentation and this document
+	//
+	// A request for the API's root (a browser, a curious partner) gets pointers instead of a bare 404.
+	//
+	// Corresponds with GET / (the `GetIndex` operationId).
+	GetIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetDocs Interactive documentation of this document (Swagger UI, served from the binary)
 	//
 	// An HTML page rendering this document with Swagger UI; its scripts are served from the binary (no network access needed).
@@ -3449,6 +3456,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
 	AccountEventsV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetIndex Where to start: links to the documentation and this document
+//
+// A request for the API's root (a browser, a curious partner) gets pointers instead of a bare 404.
+//
+// Corresponds with GET / (the `GetIndex` operationId).
+func (c *Client) GetIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetIndexRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetDocs Interactive documentation of this document (Swagger UI, served from the binary)
@@ -4326,6 +4350,33 @@ func (c *Client) AccountEventsV2(ctx context.Context, importSupplier SupplierPat
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetIndexRequest constructs an http.Request for the GetIndex method
+func NewGetIndexRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetDocsRequest constructs an http.Request for the GetDocs method
@@ -6146,6 +6197,15 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetIndexWithResponse Where to start: links to the documentation and this document
+	//
+	// A request for the API's root (a browser, a curious partner) gets pointers instead of a bare 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET / (the `GetIndex` operationId).
+	GetIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetIndexResponse, error)
+
 	// GetDocsWithResponse Interactive documentation of this document (Swagger UI, served from the binary)
 	//
 	// An HTML page rendering this document with Swagger UI; its scripts are served from the binary (no network access needed).
@@ -6612,6 +6672,100 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
 	AccountEventsV2WithResponse(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*AccountEventsV2Response, error)
+}
+
+// GetIndexResponse200Headers the declared response headers of an HTTP 200 response for GetIndex
+type GetIndexResponse200Headers struct {
+	XRequestID string
+}
+
+// GetIndexResponse405Headers the declared response headers of an HTTP 405 response for GetIndex
+type GetIndexResponse405Headers struct {
+	XRequestID string
+}
+
+// GetIndexResponse500Headers the declared response headers of an HTTP 500 response for GetIndex
+type GetIndexResponse500Headers struct {
+	XRequestID string
+}
+
+type GetIndexResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Docs Interactive documentation (Swagger UI).
+		Docs   string  `json:"docs"`
+		Health *string `json:"health,omitempty"`
+
+		// Openapi This OpenAPI document.
+		Openapi string  `json:"openapi"`
+		Ready   *string `json:"ready,omitempty"`
+		Service string  `json:"service"`
+	}
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetIndexResponse200Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetIndexResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetIndexResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetIndexResponse) GetJSON200() *struct {
+	// Docs Interactive documentation (Swagger UI).
+	Docs   string  `json:"docs"`
+	Health *string `json:"health,omitempty"`
+
+	// Openapi This OpenAPI document.
+	Openapi string  `json:"openapi"`
+	Ready   *string `json:"ready,omitempty"`
+	Service string  `json:"service"`
+} {
+	return r.JSON200
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetIndexResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetIndexResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetIndexResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetIndexResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetIndexResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetIndexResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -11797,6 +11951,21 @@ func (r AccountEventsV2Response) ContentType() string {
 	return ""
 }
 
+// GetIndexWithResponse Where to start: links to the documentation and this document
+//
+// A request for the API's root (a browser, a curious partner) gets pointers instead of a bare 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET / (the `GetIndex` operationId).
+func (c *ClientWithResponses) GetIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetIndexResponse, error) {
+	rsp, err := c.GetIndex(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetIndexResponse(rsp)
+}
+
 // GetDocsWithResponse Interactive documentation of this document (Swagger UI, served from the binary)
 //
 // An HTML page rendering this document with Swagger UI; its scripts are served from the binary (no network access needed).
@@ -12532,6 +12701,88 @@ func (c *ClientWithResponses) AccountEventsV2WithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseAccountEventsV2Response(rsp)
+}
+
+// ParseGetIndexResponse parses an HTTP response from a GetIndexWithResponse call
+func ParseGetIndexResponse(rsp *http.Response) (*GetIndexResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetIndexResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Docs Interactive documentation (Swagger UI).
+			Docs   string  `json:"docs"`
+			Health *string `json:"health,omitempty"`
+
+			// Openapi This OpenAPI document.
+			Openapi string  `json:"openapi"`
+			Ready   *string `json:"ready,omitempty"`
+			Service string  `json:"service"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetIndexResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetIndexResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetIndexResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call

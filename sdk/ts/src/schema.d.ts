@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to start: links to the documentation and this document
+         * @description A request for the API's root (a browser, a curious partner) gets pointers instead of a bare 404.
+         */
+        get: operations["getIndex"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/graphql/": {
         parameters: {
             query?: never;
@@ -1259,8 +1279,8 @@ export interface components {
             status: components["schemas"]["V2Status"];
             /** @description A create (v1 or v2) scheduled the current attempt; false for a process only staged. */
             scheduled: boolean;
-            /** @description Empty until the account exists. */
-            platform_account_number: string;
+            /** @description null until the account exists. (v1 status keeps the interface's empty string.) */
+            platform_account_number: string | null;
             created_at: components["schemas"]["DateTime"];
             modified_at: components["schemas"]["DateTime"];
             schedule_window_start: components["schemas"]["DateTime"] | null;
@@ -1695,6 +1715,46 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links to the interactive documentation, the OpenAPI document and the health probes. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "service": "data-import",
+                     *       "docs": "/docs",
+                     *       "openapi": "/v1/data-import/openapi.json",
+                     *       "health": "/healthz",
+                     *       "ready": "/readyz"
+                     *     }
+                     */
+                    "application/json": {
+                        service: string;
+                        /** @description Interactive documentation (Swagger UI). */
+                        docs: string;
+                        /** @description This OpenAPI document. */
+                        openapi: string;
+                        health?: string;
+                        ready?: string;
+                    };
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+        };
+    };
     obtainToken: {
         parameters: {
             query?: never;
@@ -3793,7 +3853,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example {"line":51,"external_account_number":"BAD-50","outcome":"invalid","platform_account_number":"","errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation."} */
+                    /** @example {"line":51,"external_account_number":"BAD-50","outcome":"invalid","platform_account_number":null,"errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation."} */
                     "application/x-ndjson": string;
                     "text/csv; charset=utf-8": string;
                 };
