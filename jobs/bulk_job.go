@@ -512,7 +512,8 @@ type JobWaker interface {
 
 // LostUploadAfter is how long a RECEIVING job may go without a heartbeat
 // from its upload before it is failed (a retry with the same
-// Idempotency-Key takes it over much sooner).
+// Idempotency-Key takes it over much sooner), unless UPLOAD_LOST_AFTER
+// says otherwise. The heartbeat beats only while body bytes arrive.
 const LostUploadAfter = time.Hour
 
 // wakeJobs enqueues a task for every PROCESSING job nobody holds: after
@@ -522,7 +523,11 @@ func (r *Reconciler) wakeJobs(ctx context.Context) error {
 	if r.Jobs == nil {
 		return nil
 	}
-	if _, err := r.Jobs.FailLostUploads(ctx, LostUploadAfter); err != nil {
+	lost := r.LostUploadAfter
+	if lost <= 0 {
+		lost = LostUploadAfter
+	}
+	if _, err := r.Jobs.FailLostUploads(ctx, lost); err != nil {
 		return err
 	}
 	jobs, err := r.Jobs.JobsToWake(ctx)

@@ -54,6 +54,9 @@ type Reconciler struct {
 	Every  time.Duration // how often to look
 	Grace  time.Duration // how long a process may be IN_PROGRESS before we look at its task, and a slot idle before it is freed
 	Batch  int
+	// LostUploadAfter is how long a RECEIVING job may go without a
+	// heartbeat before it is failed (UPLOAD_LOST_AFTER); 0: LostUploadAfter.
+	LostUploadAfter time.Duration
 
 	suspects map[queue.SlotRef]time.Time // idle slot owners seen on the last pass, and since when
 	cursor   postgres.StuckProcess       // where the next pass's scan of processes in progress resumes

@@ -84,7 +84,10 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		return nil, err
 	}
 	a.Handler = httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ProcessWait: cfg.ProcessWait,
-		IdempotencyTTL: cfg.IdempotencyTTL, MaxJobBytes: cfg.MaxJobBytes}, httpapi.Deps{
+		IdempotencyTTL: cfg.IdempotencyTTL, MaxJobBytes: cfg.MaxJobBytes, Uploads: httpapi.UploadLimits{
+			IdleTimeout: cfg.UploadIdleTimeout, PerOrg: cfg.MaxUploadsPerOrg, PerReplica: cfg.MaxUploadsPerReplica,
+			MaxLines: cfg.MaxJobLines, InvalidAfter: cfg.JobInvalidCheckAfter, MaxInvalidRatio: cfg.MaxJobInvalidRatio,
+			MaxGzipRatio: cfg.MaxGzipRatio}}, httpapi.Deps{
 		Store:    db,
 		Auth:     authSvc,
 		Schema:   schema,
@@ -102,6 +105,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Webhooks:      db,
 		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 		WebhookSender: webhook.NewSender(webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout),
+		UploadSlots: redis.NewUploadSlots(rdb, UploadSlotsKeyPrefix, UploadSlotLease),
 	})
 	if cfg.ConsoleAddr != "" {
 		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {
@@ -165,4 +169,11 @@ const EventRelayEvery = 100 * time.Millisecond
 const (
 	SlotsKey             = "dataimport:slots"
 	OutcomeChannelPrefix = "dataimport:outcome:"
+	// UploadSlotsKeyPrefix + organisation id: the organisation's bulk
+	// uploads in flight (MAX_UPLOADS_PER_ORG).
+	UploadSlotsKeyPrefix = "dataimport:upload-slots:"
 )
+
+// UploadSlotLease is how long an upload's slot outlives its last renewal
+// (every third of it): a dead replica's uploads free their slots in this.
+const UploadSlotLease = 30 * time.Second

@@ -88,7 +88,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.mux = jobs.NewMux(jobs.Deps{CreateAccount: create, BulkJob: bulk, WelcomeEmail: &jobs.WelcomeEmailHandler{Store: db, Sender: sender,
 		Metrics: jobs.NewWelcomeMetrics(w.Registry), Log: log}})
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
-		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace}
+		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace, LostUploadAfter: cfg.UploadLostAfter}
 	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
 	w.stats = &jobs.StatisticsKeeper{Store: db, Log: log, Every: analyzeEvery}
 

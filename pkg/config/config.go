@@ -36,15 +36,30 @@ type Config struct {
 	// Bulk import jobs (CONTRACT §11): the largest upload (compressed or
 	// not, and its decompressed size), and how long a worker holds a job
 	// before another may take it over.
-	MaxJobBytesRaw   string        `env:"MAX_JOB_BYTES" envDefault:"2GiB"`
-	JobLease         time.Duration `env:"JOB_LEASE" envDefault:"30s"`
-	SMTPURL          string        `env:"SMTP_URL"`
-	SMTPFrom         string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
-	DocumentStoreURL string        `env:"DOCUMENT_STORE_URL"`
-	StripeAPIKey     string        `env:"STRIPE_API_KEY"` // empty: vendor STRIPE not configured
-	StripeAPIURL     string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
-	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
-	PprofAddr        string        `env:"PPROF_ADDR"` // empty: profiler off
+	MaxJobBytesRaw string        `env:"MAX_JOB_BYTES" envDefault:"2GiB"`
+	JobLease       time.Duration `env:"JOB_LEASE" envDefault:"30s"`
+	// Upload hardening (a stalled or hostile upload must not hold shared
+	// resources nor fill Postgres): how long an upload may send nothing
+	// (408), how many uploads at once per organisation across replicas and
+	// per replica (429 beyond), when the reaper fails an upload whose
+	// heartbeat stopped, the most lines per job (413), the invalid-line
+	// ratio past which a job stops after JOB_INVALID_CHECK_AFTER lines
+	// (400), and the largest gzip inflation past the first MiB (413).
+	UploadIdleTimeout    time.Duration `env:"UPLOAD_IDLE_TIMEOUT" envDefault:"30s"`
+	MaxUploadsPerOrg     int           `env:"MAX_UPLOADS_PER_ORG" envDefault:"4"`
+	MaxUploadsPerReplica int           `env:"MAX_UPLOADS_PER_REPLICA" envDefault:"16"`
+	UploadLostAfter      time.Duration `env:"UPLOAD_LOST_AFTER" envDefault:"1h"`
+	MaxJobLines          int64         `env:"MAX_JOB_LINES" envDefault:"5000000"`
+	JobInvalidCheckAfter int64         `env:"JOB_INVALID_CHECK_AFTER" envDefault:"1000"`
+	MaxJobInvalidRatio   float64       `env:"MAX_JOB_INVALID_RATIO" envDefault:"0.5"`
+	MaxGzipRatio         float64       `env:"MAX_GZIP_RATIO" envDefault:"500"`
+	SMTPURL              string        `env:"SMTP_URL"`
+	SMTPFrom             string        `env:"SMTP_FROM" envDefault:"Account migrations <no-reply@localhost>"`
+	DocumentStoreURL     string        `env:"DOCUMENT_STORE_URL"`
+	StripeAPIKey         string        `env:"STRIPE_API_KEY"` // empty: vendor STRIPE not configured
+	StripeAPIURL         string        `env:"STRIPE_API_URL"` // empty: Stripe's own API
+	LogLevel             string        `env:"LOG_LEVEL" envDefault:"info"`
+	PprofAddr            string        `env:"PPROF_ADDR"` // empty: profiler off
 	// Operator console (issue 20): its own listener, off when empty.
 	ConsoleAddr         string        `env:"CONSOLE_ADDR"`
 	ConsoleCookieSecure bool          `env:"CONSOLE_COOKIE_SECURE" envDefault:"true"` // false only for plain-http local use
@@ -98,6 +113,9 @@ func Load() (Config, error) {
 	if c.JobLease < time.Second {
 		return c, fmt.Errorf("config: JOB_LEASE must be at least 1s, such as 30s")
 	}
+	if err := c.checkUploads(); err != nil {
+		return c, err
+	}
 	if c.WorkerConcurrency <= 0 {
 		c.WorkerConcurrency = 2 * runtime.NumCPU()
 	}
@@ -132,6 +150,30 @@ func Load() (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// checkUploads refuses upload settings that would turn a bound off by
+// mistake (zero or negative) or make no sense.
+func (c Config) checkUploads() error {
+	switch {
+	case c.UploadIdleTimeout < time.Second:
+		return fmt.Errorf("config: UPLOAD_IDLE_TIMEOUT must be at least 1s, such as 30s")
+	case c.MaxUploadsPerOrg < 1 || c.MaxUploadsPerReplica < 1:
+		return fmt.Errorf("config: MAX_UPLOADS_PER_ORG and MAX_UPLOADS_PER_REPLICA must be at least 1")
+	case c.UploadLostAfter < time.Minute:
+		// A retry takes a stalled upload over after 10 s; the reaper must
+		// leave it that chance.
+		return fmt.Errorf("config: UPLOAD_LOST_AFTER must be at least 1m, such as 1h")
+	case c.MaxJobLines < 1:
+		return fmt.Errorf("config: MAX_JOB_LINES must be at least 1")
+	case c.JobInvalidCheckAfter < 1:
+		return fmt.Errorf("config: JOB_INVALID_CHECK_AFTER must be at least 1, such as 1000")
+	case !(c.MaxJobInvalidRatio > 0 && c.MaxJobInvalidRatio <= 1):
+		return fmt.Errorf("config: MAX_JOB_INVALID_RATIO must be above 0 and at most 1, such as 0.5")
+	case !(c.MaxGzipRatio >= 2):
+		return fmt.Errorf("config: MAX_GZIP_RATIO must be at least 2, such as 500")
+	}
+	return nil
 }
 
 // Redis topologies, as RedisTopology names them.

@@ -135,3 +135,27 @@ func TestIdempotencyTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadSettings: the upload bounds have their defaults, and a value
+// that would turn a bound off (zero, negative, out of range) is refused.
+func TestUploadSettings(t *testing.T) {
+	c, err := config.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UploadIdleTimeout != 30*time.Second || c.MaxUploadsPerOrg != 4 || c.MaxUploadsPerReplica != 16 || c.UploadLostAfter != time.Hour ||
+		c.MaxJobLines != 5_000_000 || c.JobInvalidCheckAfter != 1000 || c.MaxJobInvalidRatio != 0.5 || c.MaxGzipRatio != 500 {
+		t.Fatalf("upload defaults: %+v", c)
+	}
+	for name, value := range map[string]string{
+		"UPLOAD_IDLE_TIMEOUT": "0s", "MAX_UPLOADS_PER_ORG": "0", "MAX_UPLOADS_PER_REPLICA": "-1", "UPLOAD_LOST_AFTER": "5s",
+		"MAX_JOB_LINES": "0", "JOB_INVALID_CHECK_AFTER": "0", "MAX_JOB_INVALID_RATIO": "1.5", "MAX_GZIP_RATIO": "1",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("%s=%s: %v", name, value, err)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -198,6 +199,13 @@ func (s *Server) postJob(c *gin.Context) {
 		}
 		key = values[0]
 	}
+	// The upload's slots are taken before its job exists: a refused upload
+	// leaves nothing behind.
+	release, ok := s.takeUploadSlots(c, org)
+	if !ok {
+		return
+	}
+	defer release()
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
 		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
 	if err != nil {
@@ -246,35 +254,70 @@ func (s *Server) postJob(c *gin.Context) {
 	s.receiveJob(c, job, epoch, sup, mkt, key != "")
 }
 
-// jobBody is an upload's body as sent (counted) and as NDJSON (gunzipped
-// when sent with gzip, bounded by MAX_JOB_BYTES either way).
-func (s *Server) jobBody(c *gin.Context) (raw *countingReader, body io.Reader, closeBody func(), err *dataimport.Error) {
+// uploadBody is an upload's body as sent (counted, with an idle deadline
+// renewed per read) and as NDJSON (gunzipped when sent with gzip, bounded
+// by MAX_JOB_BYTES and MAX_GZIP_RATIO).
+type uploadBody struct {
+	raw   *countingReader
+	idle  *idleReader
+	plain io.Reader
+	close func()
+}
+
+// jobBody opens the body; a gzip header that does not read is a parse
+// error (or the idle timeout, when nothing arrived).
+func (s *Server) jobBody(c *gin.Context, keyed bool) (uploadBody, *dataimport.Error) {
 	max := s.maxJobBytes()
-	raw = &countingReader{r: http.MaxBytesReader(c.Writer, c.Request.Body, max)}
+	idle := &idleReader{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: s.cfg.Uploads.IdleTimeout}
+	raw := &countingReader{r: http.MaxBytesReader(c.Writer, io.NopCloser(idle), max)}
+	b := uploadBody{raw: raw, idle: idle, plain: raw, close: func() {}}
 	if !strings.EqualFold(strings.TrimSpace(c.Request.Header.Get("Content-Encoding")), "gzip") {
-		return raw, raw, func() {}, nil
+		return b, nil
 	}
 	gz, gzErr := gzip.NewReader(raw)
 	if gzErr != nil {
-		return nil, nil, nil, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip.")
+		if idle.timedOut {
+			return b, uploadIdleTimeout(s.cfg.Uploads.IdleTimeout, keyed)
+		}
+		return b, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip.")
 	}
-	// A small compressed body may not expand past the limit either.
-	return raw, &limitReader{r: gz, left: max, max: max}, func() { _ = gz.Close() }, nil
+	// A small compressed body may not expand past the limit, nor by more
+	// than the ratio.
+	lim := s.cfg.Uploads
+	b.plain = &limitReader{r: &ratioReader{r: gz, compressed: raw.count, floor: lim.gzipFloor(), ratio: lim.MaxGzipRatio}, left: max, max: max}
+	b.close = func() { _ = gz.Close() }
+	return b, nil
+}
+
+// bodyError is the answer to a body that failed to read, or nil when err
+// is none of the body's own failures.
+func (s *Server) bodyError(b uploadBody, err error, keyed bool) *dataimport.Error {
+	var mbe *http.MaxBytesError
+	switch {
+	case b.idle != nil && b.idle.timedOut:
+		return uploadIdleTimeout(s.cfg.Uploads.IdleTimeout, keyed)
+	case errors.Is(err, errCompressionRatio):
+		return compressionRatioExceeded(s.cfg.Uploads.MaxGzipRatio)
+	case errors.As(err, &mbe):
+		return tooLarge(s.maxJobBytes())
+	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
+		return dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip.")
+	}
+	return nil
 }
 
 // bodyDigest reads a retried upload through and returns its SHA-256, the
 // digest receiveJob keeps with a job.
 func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
-	_, body, closeBody, bad := s.jobBody(c)
+	b, bad := s.jobBody(c, true)
 	if bad != nil {
 		return nil, bad
 	}
-	defer closeBody()
+	defer b.close()
 	h := sha256.New()
-	if _, err := io.Copy(h, body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge(s.maxJobBytes())
+	if _, err := io.Copy(h, b.plain); err != nil {
+		if e := s.bodyError(b, err, true); e != nil && e.Code != dataimport.CodeParseError {
+			return nil, e
 		}
 		return nil, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip.")
 	}
@@ -285,15 +328,16 @@ func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
 // epoch is the job's receive epoch this request owns (0 for a new job).
 func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup dataimport.Supplier, mkt dataimport.Market, keyed bool) {
 	ctx := c.Request.Context()
-	max := s.maxJobBytes()
-	raw, plain, closeBody, bad := s.jobBody(c)
+	ub, bad := s.jobBody(c, keyed)
 	if bad != nil {
-		s.uploadFailed(c, job.ID, bad)
+		s.uploadFailed(c, job.ID, bad, keyed)
 		return
 	}
-	defer closeBody()
+	defer ub.close()
 	digest := sha256.New()
-	body := io.TeeReader(plain, digest)
+	body := io.TeeReader(ub.plain, digest)
+	lim := s.cfg.Uploads
+	var received, invalid int64
 	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
 	if lineMax <= 0 {
 		lineMax = 5 << 20
@@ -306,20 +350,32 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	// The body is read and validated on this request's goroutine at the
 	// process's priority: a niced thread in a process serving status reads
 	// stalls them (see package priority).
-	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
+	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, ub.raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
 		rd := bufio.NewReaderSize(body, 64<<10)
-		for n := 1; ; n++ {
+		for n := int64(1); ; n++ {
 			line, tooLong, err := readLine(rd, lineMax)
+			if n > lim.MaxLines && (len(line) > 0 || tooLong || err == nil) {
+				return errTooManyLines
+			}
 			if len(bytes.TrimSpace(line)) > 0 || tooLong {
 				var jl postgres.JobLine
 				if tooLong {
-					jl = postgres.JobLine{Line: n, Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
+					jl = postgres.JobLine{Line: int(n), Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
 						"Line is longer than the limit of %d bytes.", lineMax)}
 				} else {
-					jl = s.validateLine(ctx, n, line, sup, rules)
+					jl = s.validateLine(ctx, int(n), line, sup, rules)
 				}
 				if err := emit(jl); err != nil {
 					return err
+				}
+				// A job that is mostly garbage stops here, whenever it
+				// turns so: its lines so far are kept for its report.
+				received++
+				if jl.Err != nil {
+					invalid++
+				}
+				if received >= lim.InvalidAfter && float64(invalid) > lim.MaxInvalidRatio*float64(received) {
+					return &postgres.StopReceiving{Err: mostlyInvalid(invalid, received)}
 				}
 			}
 			if errors.Is(err, io.EOF) {
@@ -331,12 +387,15 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 		}
 	})
 	if err != nil {
-		var mbe *http.MaxBytesError
+		var stop *postgres.StopReceiving
 		switch {
-		case errors.As(err, &mbe):
-			s.uploadFailed(c, job.ID, tooLarge(max))
-		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
-			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."))
+		case errors.As(err, &stop):
+			// The job failed with its lines kept (ReceiveJob).
+			renderError(c, stop.Err)
+		case errors.Is(err, errTooManyLines):
+			s.uploadFailed(c, job.ID, tooManyLines(lim.MaxLines), false)
+		case s.bodyError(ub, err, keyed) != nil:
+			s.uploadFailed(c, job.ID, s.bodyError(ub, err, keyed), keyed)
 		case errors.Is(err, postgres.ErrUploadTakenOver):
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse,
 				Detail: "The job stopped receiving this upload: it was cancelled, or a retry with the same Idempotency-Key took it over."})
@@ -364,8 +423,19 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	s.jobAccepted(c, job.ID)
 }
 
-// uploadFailed fails the job (nothing of it was kept) and answers e.
-func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error) {
+// errTooManyLines ends a body past MAX_JOB_LINES.
+var errTooManyLines = errors.New("upload has more lines than MAX_JOB_LINES")
+
+// uploadFailed fails the job (nothing of it was kept) and answers e. An
+// upload cut off by the idle timeout with an Idempotency-Key stays
+// resumable instead: its job is left RECEIVING, with a heartbeat that no
+// longer beats, for a retry with the key to take over (or the reaper to
+// fail after UPLOAD_LOST_AFTER).
+func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error, keyed bool) {
+	if keyed && e.Code == CodeUploadIdleTimeout {
+		renderError(c, e)
+		return
+	}
 	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, e); err != nil {
 		abortWithError(c, err)
 		return
@@ -452,18 +522,20 @@ func readLine(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	}
 }
 
+// countingReader counts the bytes read; the upload's heartbeat reads the
+// count from its own goroutine.
 type countingReader struct {
 	r io.Reader
-	n int64
+	n atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 
-func (c *countingReader) count() int64 { return c.n }
+func (c *countingReader) count() int64 { return c.n.Load() }
 
 // limitReader fails with *http.MaxBytesError once more than max bytes came out.
 type limitReader struct {

@@ -72,6 +72,7 @@ type Config struct {
 	ProcessWait    time.Duration // how long create-account waits before 202
 	IdempotencyTTL time.Duration // how long an Idempotency-Key's answer is kept; 0: DefaultIdempotencyTTL
 	MaxJobBytes    int64         // the largest bulk job upload; 0: DefaultMaxJobBytes
+	Uploads        UploadLimits  // bounds on bulk uploads (jobs_limits.go); zero fields take the defaults
 }
 
 // Deps are the collaborators of the API.
@@ -95,6 +96,7 @@ type Deps struct {
 	Webhooks      WebhookStore  // partner webhook endpoints (webhooks.go)
 	WebhookGuard  webhook.Guard // checks a target URL at registration
 	WebhookSender WebhookSender // sends a test event; nil: tests answer 500
+	UploadSlots UploadSlots // an organisation's uploads across replicas; nil: not bounded per organisation
 }
 
 // maxGraphQLBodyBytes bounds a GraphQL request. The query itself is
@@ -107,6 +109,7 @@ const maxGraphQLBodyBytes = 64 << 10
 // Server is the API's HTTP handler.
 type Server struct {
 	cfg     Config
+	uploads chan struct{} // this replica's uploads in flight (MAX_UPLOADS_PER_REPLICA)
 	deps    Deps
 	engine  *gin.Engine
 	metrics *httpMetrics
@@ -123,7 +126,8 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Registry = prometheus.NewRegistry()
 		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Server{cfg: cfg, deps: deps, metrics: newHTTPMetrics(deps.Registry)}
+	cfg.Uploads = cfg.Uploads.withDefaults()
+	s := &Server{cfg: cfg, deps: deps, metrics: newHTTPMetrics(deps.Registry), uploads: make(chan struct{}, cfg.Uploads.PerReplica)}
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false

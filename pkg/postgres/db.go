@@ -40,6 +40,9 @@ type DB struct {
 	feed     *feedWatch    // see feed_watch.go
 	stager   *stageBatcher // see stage_batch.go
 	writers  *semaphore.Weighted
+	// uploads bounds the connections bulk uploads hold at once to half the
+	// pool, so uploads can never starve status reads (see ReceiveJob).
+	uploads atomic.Pointer[semaphore.Weighted]
 	// relayFloor is where the event relay's next scan starts (an xid8; see
 	// positionEventsSQL).
 	relayFloor atomic.Uint64
@@ -66,6 +69,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	db := &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}},
 		feed: newFeedWatch()}
 	db.stager = newStageBatcher(stageFlushers, stageMaxBatch, db.stageRows)
+	db.uploads.Store(semaphore.NewWeighted(uploadConns(defaultMaxConns)))
 	return db, nil
 }
 
@@ -130,6 +134,7 @@ func (db *DB) UseReadReplica(ctx context.Context, dsn string) error {
 func (db *DB) SetMaxConns(n int) {
 	db.maxConns = n
 	setPool(db.sql, n)
+	db.uploads.Store(semaphore.NewWeighted(uploadConns(n)))
 	if db.readSQL != db.sql {
 		setPool(db.readSQL, n)
 	}
@@ -146,6 +151,10 @@ func (db *DB) SetCreationWriters(n int) {
 		db.writers = semaphore.NewWeighted(int64(n))
 	}
 }
+
+// uploadConns is how many of a pool of n connections uploads may hold at
+// once: half, and at least one.
+func uploadConns(n int) int64 { return int64(max(1, n/2)) }
 
 // setPool keeps as many idle connections as open ones: with fewer, every
 // burst closes connections on release and forks new Postgres backends on

@@ -44,6 +44,9 @@ func (db *DB) CancelJob(ctx context.Context, orgID, jobID int64) (JobView, error
 		if _, err := tx.ExecContext(ctx, `DELETE FROM import_job_records WHERE job_id = $1`, jobID); err != nil {
 			return JobView{}, fmt.Errorf("cancel job: lines: %w", err)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM import_job_errors WHERE job_id = $1`, jobID); err != nil {
+			return JobView{}, fmt.Errorf("cancel job: line errors: %w", err)
+		}
 		if err := tx.Commit(); err != nil {
 			return JobView{}, fmt.Errorf("cancel job: commit: %w", err)
 		}

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +74,8 @@ func (db *DB) TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Dura
 			RETURNING id, receive_epoch
 		), gone AS (
 			DELETE FROM import_job_records r USING j WHERE r.job_id = j.id
+		), gone_errors AS (
+			DELETE FROM import_job_errors e USING j WHERE e.job_id = j.id
 		)
 		SELECT receive_epoch FROM j`, jobID, staleAfter.String()).Scan(&epoch)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -143,12 +147,31 @@ type JobLine struct {
 }
 
 // jobCopyBatch is how many lines go to Postgres per COPY, each COPY in a
-// transaction of its own.
-const jobCopyBatch = 2000
+// transaction of its own; jobCopyBytes bounds the bytes a batch holds in
+// memory (a line may be megabytes), whichever comes first.
+const (
+	jobCopyBatch = 2000
+	jobCopyBytes = 4 << 20
+)
 
 // ErrUploadTakenOver answers a receiving request whose job another request
 // took over (or the reaper failed) while it was receiving.
 var ErrUploadTakenOver = errors.New("receive job: the job is no longer receiving this upload (cancelled, or taken over by a retry)")
+
+// StopReceiving, returned by ReceiveJob's feed, ends the upload early and
+// fails the job with Err, keeping the lines received so far (the last
+// batch included) for the job's report: their pending lines are cancelled.
+// For bodies refused as a whole (nothing kept) use FailJob instead.
+type StopReceiving struct{ Err *dataimport.Error }
+
+func (s *StopReceiving) Error() string { return "receive job: stopped: " + s.Err.Code }
+
+// ErrorHash names an invalid line's error within its job: the first 8
+// bytes of the SHA-256 of the error's JSON.
+func ErrorHash(errJSON []byte) int64 {
+	sum := sha256.Sum256(errJSON)
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
 
 // ReceiveJob stores an upload's lines: feed calls emit for every line, in
 // order, and the lines go to Postgres with COPY in batches (never the whole
@@ -162,119 +185,235 @@ var ErrUploadTakenOver = errors.New("receive job: the job is no longer receiving
 // received. Until then the lines belong to a RECEIVING job that no worker
 // touches; if the request fails, FailJob, a retry's TakeOverJob or the
 // reaper (FailLostUploads) deletes them.
+//
+// No connection is held while feed reads the network: a batch is gathered
+// in memory (bounded by jobCopyBatch lines and jobCopyBytes) and only then
+// is a connection taken for its COPY, and given back after. A partner who
+// stops sending mid-body (or sends a byte a minute) used to hold a pooled
+// connection for as long as it liked: a few such uploads left the API
+// unable to answer status reads. Uploads also hold at most half the pool at
+// once (DB.uploads), and the heartbeat beats only when bodyBytes grew since
+// the last beat, so a stalled upload's job goes stale and is reaped.
+//
+// Invalid lines name their error by hash (ErrorHash); each batch adds its
+// distinct errors to import_job_errors once, with their line counts.
 func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
-	conn, err := db.sql.Conn(ctx)
-	if err != nil {
-		return dataimport.JobCounters{}, fmt.Errorf("receive job: %w", err)
-	}
-	defer conn.Close()
 	var counters dataimport.JobCounters
-	// A heartbeat on another connection shows the upload is alive while the
-	// body is slow to arrive (every batch beats it too).
+	var received atomic.Int64
 	hbCtx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
-	var received atomic.Int64
 	go func() {
 		defer close(hbDone)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-			}
-			_, _ = db.sql.ExecContext(hbCtx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
-				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, received.Load())
-		}
+		db.uploadHeartbeat(hbCtx, jobID, epoch, bodyBytes, &received)
 	}()
 	defer func() { stopHB(); <-hbDone }()
-	var txErr error
-	err = conn.Raw(func(dc any) error {
-		pc := dc.(*stdlib.Conn).Conn()
-		rows := make([][]any, 0, jobCopyBatch)
-		// store writes the batch in tx, behind the epoch guard.
-		store := func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
-				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, counters.Received)
-			if err != nil {
-				return fmt.Errorf("receive job: %w", err)
-			}
-			if tag.RowsAffected() != 1 {
-				return ErrUploadTakenOver
-			}
-			if len(rows) > 0 {
-				if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
-					[]string{"job_id", "line", "external_account_number", "payload", "outcome", "errors"}, pgx.CopyFromRows(rows)); err != nil {
-					return fmt.Errorf("receive job: store lines: %w", err)
-				}
-			}
-			rows = rows[:0]
-			return nil
+
+	b := &receiveBatch{jobID: jobID, epoch: epoch, rows: make([][]any, 0, jobCopyBatch), errs: map[int64]*batchError{}}
+	emit := func(l JobLine) error {
+		if err := b.add(l, &counters); err != nil {
+			return err
 		}
-		flush := func() error {
-			return pgx.BeginFunc(ctx, pc, store)
+		received.Store(counters.Received)
+		if len(b.rows) >= jobCopyBatch || b.bytes >= jobCopyBytes {
+			return db.inUploadTx(ctx, func(tx pgx.Tx) error { return b.store(ctx, tx, counters.Received) })
 		}
-		emit := func(l JobLine) error {
-			var ext, payload, errs any
-			if l.External != "" {
-				ext = l.External
+		return nil
+	}
+	if err := feed(emit); err != nil {
+		var stop *StopReceiving
+		if errors.As(err, &stop) {
+			if serr := db.stopReceiving(ctx, b, &counters, bodyBytes(), stop.Err); serr != nil {
+				return counters, serr
 			}
-			outcome := dataimport.OutcomePending
-			if l.Err != nil {
-				outcome = dataimport.OutcomeInvalid
-				b, err := json.Marshal(storableError(l.Err))
-				if err != nil {
-					return fmt.Errorf("encode line error: %w", err)
-				}
-				errs = string(b)
-				counters.Invalid++
-			} else {
-				payload = string(l.Payload)
-				counters.Pending++
-			}
-			counters.Received++
-			received.Store(counters.Received)
-			rows = append(rows, []any{jobID, l.Line, ext, payload, outcome, errs})
-			if len(rows) == jobCopyBatch {
-				return flush()
-			}
-			return nil
 		}
-		if txErr = feed(emit); txErr != nil {
-			return nil
+		return counters, err
+	}
+	err := db.inUploadTx(ctx, func(tx pgx.Tx) error {
+		if err := b.store(ctx, tx, counters.Received); err != nil {
+			return err
 		}
-		txErr = pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error {
-			if err := store(tx); err != nil {
-				return err
-			}
-			dups, err := markDuplicateLines(ctx, tx, jobID)
-			if err != nil {
-				return err
-			}
-			counters.DuplicateLine = dups
-			counters.Pending -= dups
-			tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
-				body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8
-				WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, bodyBytes(), counters.Received, counters.Pending,
-				counters.Invalid, counters.DuplicateLine, bodySHA256())
-			if err != nil {
-				return fmt.Errorf("receive job: %w", err)
-			}
-			if tag.RowsAffected() != 1 {
-				return ErrUploadTakenOver
-			}
-			return nil
-		})
+		dups, err := markDuplicateLines(ctx, tx, jobID)
+		if err != nil {
+			return err
+		}
+		counters.DuplicateLine = dups
+		counters.Pending -= dups
+		tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
+			body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8
+			WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, bodyBytes(), counters.Received, counters.Pending,
+			counters.Invalid, counters.DuplicateLine, bodySHA256())
+		if err != nil {
+			return fmt.Errorf("receive job: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return ErrUploadTakenOver
+		}
 		return nil
 	})
-	if txErr != nil {
-		return counters, txErr
-	}
+	return counters, err
+}
+
+// stopReceiving stores the last batch and fails the job with e in one
+// transaction, keeping its lines: pending ones are cancelled.
+func (db *DB) stopReceiving(ctx context.Context, b *receiveBatch, counters *dataimport.JobCounters, bodyBytes int64, e *dataimport.Error) error {
+	ej, err := json.Marshal(storableError(e))
 	if err != nil {
-		return counters, fmt.Errorf("receive job: %w", err)
+		return fmt.Errorf("encode job error: %w", err)
 	}
-	return counters, nil
+	return db.inUploadTx(ctx, func(tx pgx.Tx) error {
+		if err := b.store(ctx, tx, counters.Received); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE import_job_records SET outcome = 'cancelled', modified_at = now()
+			WHERE job_id = $1 AND outcome = 'pending'`, b.jobID); err != nil {
+			return fmt.Errorf("receive job: cancel pending lines: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'FAILED', error = $3::jsonb, received_at = now(), finished_at = now(), modified_at = now(),
+			body_bytes = $4, n_received = $5, n_pending = 0, n_invalid = $6, n_cancelled = $7
+			WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, b.jobID, b.epoch, string(ej), bodyBytes,
+			counters.Received, counters.Invalid, counters.Pending)
+		if err != nil {
+			return fmt.Errorf("receive job: fail: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return ErrUploadTakenOver
+		}
+		counters.Cancelled, counters.Pending = counters.Pending, 0
+		return nil
+	})
+}
+
+// inUploadTx runs fn in a transaction on a connection taken for it alone,
+// within the uploads' half of the pool.
+func (db *DB) inUploadTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	sem := db.uploads.Load()
+	if err := sem.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("receive job: wait for a connection: %w", err)
+	}
+	defer sem.Release(1)
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("receive job: %w", err)
+	}
+	defer conn.Close()
+	var txErr error
+	if err := conn.Raw(func(dc any) error {
+		txErr = pgx.BeginFunc(ctx, dc.(*stdlib.Conn).Conn(), fn)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("receive job: %w", err)
+	}
+	return txErr
+}
+
+// uploadHeartbeat beats the job's heartbeat every second while the body is
+// arriving (each batch beats it too). It beats only when bodyBytes grew
+// since the last beat: an upload that stopped sending must go stale, so a
+// retry can take it over and the reaper can end it. A beat never waits for
+// a connection: with the uploads' share of the pool busy, the batches are
+// beating anyway.
+func (db *DB) uploadHeartbeat(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, received *atomic.Int64) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := bodyBytes()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := bodyBytes()
+		if n == last {
+			continue
+		}
+		last = n
+		sem := db.uploads.Load()
+		if !sem.TryAcquire(1) {
+			continue
+		}
+		_, _ = db.sql.ExecContext(ctx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
+			WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, received.Load())
+		sem.Release(1)
+	}
+}
+
+// receiveBatch is the lines of an upload gathered in memory for one COPY.
+type receiveBatch struct {
+	jobID int64
+	epoch int
+	rows  [][]any
+	bytes int
+	errs  map[int64]*batchError // this batch's distinct line errors
+}
+
+type batchError struct {
+	json string
+	n    int64
+}
+
+// add appends l to the batch and counts it.
+func (b *receiveBatch) add(l JobLine, counters *dataimport.JobCounters) error {
+	var ext, payload, hash any
+	if l.External != "" {
+		ext = l.External
+	}
+	outcome := dataimport.OutcomePending
+	if l.Err != nil {
+		outcome = dataimport.OutcomeInvalid
+		ej, err := json.Marshal(storableError(l.Err))
+		if err != nil {
+			return fmt.Errorf("encode line error: %w", err)
+		}
+		h := ErrorHash(ej)
+		if e := b.errs[h]; e != nil {
+			e.n++
+		} else {
+			b.errs[h] = &batchError{json: string(ej), n: 1}
+			b.bytes += len(ej)
+		}
+		hash = h
+		counters.Invalid++
+	} else {
+		payload = string(l.Payload)
+		b.bytes += len(l.Payload)
+		counters.Pending++
+	}
+	b.bytes += len(l.External) + 64
+	counters.Received++
+	b.rows = append(b.rows, []any{b.jobID, l.Line, ext, payload, outcome, hash})
+	return nil
+}
+
+// store writes the batch in tx, behind the epoch guard, and empties it.
+func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) error {
+	tag, err := tx.Exec(ctx, `UPDATE import_jobs SET heartbeat_at = clock_timestamp(), n_received = $3
+		WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, b.jobID, b.epoch, received)
+	if err != nil {
+		return fmt.Errorf("receive job: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return ErrUploadTakenOver
+	}
+	if len(b.errs) > 0 {
+		hashes, jsons, ns := make([]int64, 0, len(b.errs)), make([]string, 0, len(b.errs)), make([]int64, 0, len(b.errs))
+		for h, e := range b.errs {
+			hashes, jsons, ns = append(hashes, h), append(jsons, e.json), append(ns, e.n)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO import_job_errors (job_id, hash, error, n)
+			SELECT $1, h, e::jsonb, n FROM unnest($2::bigint[], $3::text[], $4::bigint[]) AS u(h, e, n)
+			ON CONFLICT (job_id, hash) DO UPDATE SET n = import_job_errors.n + excluded.n`, b.jobID, hashes, jsons, ns); err != nil {
+			return fmt.Errorf("receive job: store line errors: %w", err)
+		}
+	}
+	if len(b.rows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
+			[]string{"job_id", "line", "external_account_number", "payload", "outcome", "error_hash"}, pgx.CopyFromRows(b.rows)); err != nil {
+			return fmt.Errorf("receive job: store lines: %w", err)
+		}
+	}
+	b.rows, b.bytes = b.rows[:0], 0
+	clear(b.errs)
+	return nil
 }
 
 // FailJob ends a job whose upload was refused as a whole (too large, not
@@ -288,6 +427,8 @@ func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) err
 		WITH j AS (
 			UPDATE import_jobs SET state = 'FAILED', error = $2::jsonb, finished_at = now(), modified_at = now()
 			 WHERE id = $1 AND state = 'RECEIVING' RETURNING id
+		), gone_errors AS (
+			DELETE FROM import_job_errors e USING j WHERE e.job_id = j.id
 		)
 		DELETE FROM import_job_records r USING j WHERE r.job_id = j.id`, jobID, string(b))
 	if err != nil {
@@ -308,6 +449,8 @@ func (db *DB) FailLostUploads(ctx context.Context, olderThan time.Duration) (int
 			 WHERE state = 'RECEIVING' AND heartbeat_at < now() - $1::interval RETURNING id
 		), gone AS (
 			DELETE FROM import_job_records r USING j WHERE r.job_id = j.id
+		), gone_errors AS (
+			DELETE FROM import_job_errors e USING j WHERE e.job_id = j.id
 		)
 		SELECT count(*) FROM j`, olderThan.String()).Scan(&n)
 	if err != nil {

@@ -132,15 +132,19 @@ func (db *DB) Jobs(ctx context.Context, orgID int64, before int64, limit int) ([
 // outcomes (all when empty), in line order, streaming from Postgres.
 func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error {
 	// The lines of an upload still being received are not the job's yet.
-	q := `SELECT line, coalesce(external_account_number, ''), outcome, platform_account_number, coalesce(errors::text, '')
-		FROM import_job_records WHERE job_id = $1
+	// An invalid line's error is shared by the job's lines with the same
+	// error (import_job_errors, by hash); a line's own errors win.
+	q := `SELECT r.line, coalesce(r.external_account_number, ''), r.outcome, r.platform_account_number,
+		       coalesce(r.errors::text, e.error::text, '')
+		FROM import_job_records r LEFT JOIN import_job_errors e ON e.job_id = r.job_id AND e.hash = r.error_hash
+		WHERE r.job_id = $1
 		 AND EXISTS (SELECT 1 FROM import_jobs j WHERE j.id = $1 AND j.state <> 'RECEIVING')`
 	args := []any{jobID}
 	if len(outcomes) > 0 {
-		q += ` AND outcome = ANY($2)`
+		q += ` AND r.outcome = ANY($2)`
 		args = append(args, outcomes)
 	}
-	rows, err := db.readSQL.QueryContext(ctx, q+` ORDER BY line`, args...)
+	rows, err := db.readSQL.QueryContext(ctx, q+` ORDER BY r.line`, args...)
 	if err != nil {
 		return fmt.Errorf("job results: %w", err)
 	}

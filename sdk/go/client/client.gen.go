@@ -3360,6 +3360,8 @@ type ClientInterface interface {
 	//
 	// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 	//
+	// Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
@@ -4033,6 +4035,8 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
 //
 // `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+//
+// Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7106,6 +7110,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 	//
+	// Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
@@ -9349,6 +9355,11 @@ type CreateJobResponse405Headers struct {
 	XRequestID string
 }
 
+// CreateJobResponse408Headers the declared response headers of an HTTP 408 response for CreateJob
+type CreateJobResponse408Headers struct {
+	XRequestID string
+}
+
 // CreateJobResponse409Headers the declared response headers of an HTTP 409 response for CreateJob
 type CreateJobResponse409Headers struct {
 	RetryAfter *int
@@ -9367,6 +9378,12 @@ type CreateJobResponse415Headers struct {
 
 // CreateJobResponse422Headers the declared response headers of an HTTP 422 response for CreateJob
 type CreateJobResponse422Headers struct {
+	XRequestID string
+}
+
+// CreateJobResponse429Headers the declared response headers of an HTTP 429 response for CreateJob
+type CreateJobResponse429Headers struct {
+	RetryAfter int
 	XRequestID string
 }
 
@@ -9400,14 +9417,42 @@ type CreateJobResponse struct {
 	JSON401 *Unauthorized
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *IdempotencyKeyInUse
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ServerError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9420,6 +9465,8 @@ type CreateJobResponse struct {
 	Headers401 *CreateJobResponse401Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *CreateJobResponse405Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateJobResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateJobResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9428,6 +9475,8 @@ type CreateJobResponse struct {
 	Headers415 *CreateJobResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *CreateJobResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateJobResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CreateJobResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9462,13 +9511,34 @@ func (r CreateJobResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
 }
 
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateJobResponse) GetJSON408() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON408
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CreateJobResponse) GetJSON409() *IdempotencyKeyInUse {
 	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r CreateJobResponse) GetJSON413() *PayloadTooLarge {
+func (r CreateJobResponse) GetJSON413() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
 	return r.JSON413
 }
 
@@ -9480,6 +9550,19 @@ func (r CreateJobResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r CreateJobResponse) GetJSON422() *IdempotencyKeyReused {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateJobResponse) GetJSON429() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14154,6 +14237,8 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 //
 // `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
 //
+// Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/data-import/jobs/ (the `CreateJob` operationId).
@@ -16883,6 +16968,21 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest IdempotencyKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16891,7 +16991,15 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16910,6 +17018,21 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ServerError
@@ -16989,6 +17112,16 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateJobResponse408Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateJobResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -17036,6 +17169,23 @@ func ParseCreateJobResponse(rsp *http.Response) (*CreateJobResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateJobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CreateJobResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {

@@ -639,6 +639,8 @@ export interface paths {
          * @description The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
          *
          *     `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+         *
+         *     Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
          */
         post: operations["createJob"];
         delete?: never;
@@ -3844,7 +3846,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobAccepted"];
                 };
             };
-            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
+            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results, unless they pass `MAX_JOB_INVALID_RATIO` of the lines once `JOB_INVALID_CHECK_AFTER` are in (`job_mostly_invalid`: the job is `FAILED`, its lines received kept for its results). */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
@@ -3853,16 +3855,73 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "invalid_payload" | "import_supplier_not_found" | "import_supplier_migration_not_ongoing" | "operations_team_name_does_not_exist" | "parse_error" | "invalid_idempotency_key";
+                        code?: "invalid_payload" | "import_supplier_not_found" | "import_supplier_migration_not_ongoing" | "operations_team_name_does_not_exist" | "parse_error" | "invalid_idempotency_key" | "job_mostly_invalid";
                     };
                 };
             };
             401: components["responses"]["Unauthorized"];
             405: components["responses"]["MethodNotAllowed"];
+            /** @description No body bytes arrived for `UPLOAD_IDLE_TIMEOUT` (`upload_idle_timeout`). With an `Idempotency-Key`, retry with the same key (the job is taken over); without one the job is `FAILED` and nothing of the body is kept. */
+            408: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "No body bytes arrived for 30s: the upload was cut off. Retry with the same Idempotency-Key to upload it again.",
+                     *       "code": "upload_idle_timeout"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "upload_idle_timeout";
+                    };
+                };
+            };
             409: components["responses"]["IdempotencyKeyInUse"];
-            413: components["responses"]["PayloadTooLarge"];
+            /** @description The body is larger than `MAX_JOB_BYTES` (`request_too_large`), has more than `MAX_JOB_LINES` lines (`too_many_lines`), or its gzip inflates more than `MAX_GZIP_RATIO` times (`compression_ratio_exceeded`). The job is `FAILED` and nothing of the body is kept. */
+            413: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The upload has more than the limit of 5000000 lines (MAX_JOB_LINES); split it into several jobs.",
+                     *       "code": "too_many_lines"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "request_too_large" | "too_many_lines" | "compression_ratio_exceeded";
+                    };
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            /** @description The organisation already has `MAX_UPLOADS_PER_ORG` uploads in progress, or this server `MAX_UPLOADS_PER_REPLICA` (`too_many_uploads`); retry after `Retry-After` seconds. No job is created. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Retry-After": components["headers"]["Retry-After-Required"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Your organisation already has the most uploads in progress at once that it may (MAX_UPLOADS_PER_ORG); retry when one has finished.",
+                     *       "code": "too_many_uploads"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "too_many_uploads";
+                    };
+                };
+            };
             500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
