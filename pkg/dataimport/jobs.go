@@ -141,13 +141,13 @@ type RetryDecision int
 
 // Retry decisions.
 const (
-	RetryReadBody       RetryDecision = iota // read the body through and decide again with its match
-	RetryOtherRequest                        // 422 idempotency_key_reused: other options
-	RetryOtherBody                           // 422 idempotency_key_reused: another body
-	RetryReplay                              // 202 with the job, Idempotent-Replayed
-	RetryReplayFailure                       // the job's own refusal again, Idempotent-Replayed
-	RetryInUse                               // 409 idempotency_key_in_use: its upload is alive
-	RetryTakeOver                            // receive the body into the job again (next receive epoch)
+	RetryReadBody      RetryDecision = iota // read the body through and decide again with its match
+	RetryOtherRequest                       // 422 idempotency_key_reused: other options
+	RetryOtherBody                          // 422 idempotency_key_reused: another body
+	RetryReplay                             // 202 with the job, Idempotent-Replayed
+	RetryReplayFailure                      // the job's own refusal again, Idempotent-Replayed
+	RetryInUse                              // 409 idempotency_key_in_use: its upload is alive
+	RetryTakeOver                           // receive the body into the job again (next receive epoch)
 )
 
 func (d RetryDecision) String() string {
