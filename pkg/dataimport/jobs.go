@@ -1,6 +1,9 @@
 package dataimport
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // JobState is where a bulk import job is (CONTRACT §11).
 type JobState string
@@ -110,8 +113,11 @@ const CodeUploadLost = "upload_lost"
 // refused as such (too large, not gzip, cut inside its gzip) fails the same
 // way when sent again, so that failure is replayed instead.
 func ResumableJobFailure(code string) bool {
-	return code == CodeUploadLost || code == CodeServerError
+	return slices.Contains(ResumableJobFailures, code)
 }
+
+// ResumableJobFailures are the failure codes of ResumableJobFailure.
+var ResumableJobFailures = []string{CodeUploadLost, CodeServerError}
 
 // KeyedJob is the job an upload's Idempotency-Key already names (within
 // the key's lifetime), as a retry finds it.

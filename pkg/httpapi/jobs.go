@@ -35,7 +35,7 @@ type JobStore interface {
 	CreateJob(ctx context.Context, in postgres.NewJob, staleAfter time.Duration) (dataimport.Job, *postgres.IdempotentJob, error)
 	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (epoch int, ok bool, err error)
 	ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
-	FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error
+	FailJob(ctx context.Context, jobID int64, epoch int, e *dataimport.Error) error
 	Job(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
 	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
 	EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error
@@ -199,35 +199,53 @@ func (s *Server) postJob(c *gin.Context) {
 		key = values[0]
 	}
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
-		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
+		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
 	if err != nil {
 		abortWithError(c, err)
 		return
 	}
 	epoch := 0 // a new job's first receive epoch
 	if existing != nil {
-		switch {
-		case existing.Query != r.URL.RawQuery || existing.Job.SupplierID != sup.ID:
-			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
-				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
-			return
-		case existing.Job.State != dataimport.JobReceiving:
+		k := dataimport.KeyedJob{State: existing.Job.State, Stale: existing.Stale, HasDigest: existing.BodySHA256 != nil}
+		if existing.Job.Error != nil {
+			k.ErrorCode = existing.Job.Error.Code
+		}
+		sameOptions := existing.Query == r.URL.RawQuery && existing.Job.SupplierID == sup.ID
+		d := dataimport.DecideJobRetry(k, sameOptions, dataimport.BodyUnread)
+		if d == dataimport.RetryReadBody {
 			sum, err := s.bodyDigest(c)
 			if err != nil {
 				renderError(c, err)
 				return
 			}
-			if !bytes.Equal(sum, existing.BodySHA256) {
-				renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
-					"This Idempotency-Key was used with another body; use a new key for a new upload."))
-				return
+			match := dataimport.BodyOther
+			if bytes.Equal(sum, existing.BodySHA256) {
+				match = dataimport.BodySame
 			}
+			d = dataimport.DecideJobRetry(k, sameOptions, match)
+		}
+		switch d {
+		case dataimport.RetryTakeOver:
+		case dataimport.RetryReplay:
 			c.Header(HeaderIdempotentReplayed, "true")
 			s.jobAccepted(c, existing.Job.ID)
 			return
-		case !existing.Stale:
+		case dataimport.RetryReplayFailure:
+			// The body was refused as such: the same body fails the same way.
+			c.Header(HeaderIdempotentReplayed, "true")
+			renderError(c, existing.Job.Error)
+			return
+		case dataimport.RetryInUse:
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse, RetryAfterSeconds: int(receivingStale / time.Second),
 				Detail: "An upload with this Idempotency-Key is still being received; retry once it has finished or stopped."})
+			return
+		case dataimport.RetryOtherBody:
+			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+				"This Idempotency-Key was used with another body; use a new key for a new upload."))
+			return
+		default: // RetryOtherRequest
+			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
 			return
 		}
 		var took bool
@@ -265,7 +283,7 @@ func (s *Server) jobBody(c *gin.Context) (raw *countingReader, body io.Reader, c
 // bodyDigest reads a retried upload through and returns its SHA-256, the
 // digest receiveJob keeps with a job.
 func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
-	_, body, closeBody, bad := s.jobBody(c)
+	raw, body, closeBody, bad := s.jobBody(c)
 	if bad != nil {
 		return nil, bad
 	}
@@ -275,6 +293,9 @@ func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(s.maxJobBytes())
+		}
+		if raw.lost(c.Request.Context()) {
+			return nil, errUploadLost
 		}
 		return nil, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip.")
 	}
@@ -288,7 +309,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	max := s.maxJobBytes()
 	raw, plain, closeBody, bad := s.jobBody(c)
 	if bad != nil {
-		s.uploadFailed(c, job.ID, bad)
+		s.uploadFailed(c, job.ID, epoch, bad)
 		return
 	}
 	defer closeBody()
@@ -334,24 +355,23 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			s.uploadFailed(c, job.ID, tooLarge(max))
-		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
-			s.uploadFailed(c, job.ID, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."))
+			s.uploadFailed(c, job.ID, epoch, tooLarge(max))
 		case errors.Is(err, postgres.ErrUploadTakenOver):
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse,
 				Detail: "The job stopped receiving this upload: it was cancelled, or a retry with the same Idempotency-Key took it over."})
-		case ctx.Err() != nil:
-			// The partner hung up: nothing is kept. A retry with the same
-			// key takes the job over (deleting the lines received so far);
-			// without one the job is failed and its lines deleted now.
-			if !keyed {
-				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeParseError,
-					"The upload stopped before the whole body was received; nothing of it was kept."))
-			}
+		case raw.lost(ctx):
+			// The partner hung up or the connection was cut mid-body (the
+			// request's reads fail with an unexpected EOF, which a gzip
+			// stream cut short shows too: so this comes before the parse
+			// error). Nothing is kept; the job fails upload_lost, which a
+			// retry with the same key and body resumes at once.
+			s.uploadFailed(c, job.ID, epoch, errUploadLost)
+		case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
+			s.uploadFailed(c, job.ID, epoch, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip."))
 		default:
-			if !keyed {
-				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeServerError,
-					"The upload could not be stored; nothing of it was kept. Upload it again."))
+			if ferr := s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, epoch, dataimport.Errorf(dataimport.CodeServerError,
+				"The upload could not be stored; nothing of it was kept. Upload it again.")); ferr != nil {
+				logger(c).WarnContext(ctx, "bulk job not failed", "job_id", job.ID, "err", ferr.Error())
 			}
 			abortWithError(c, err)
 		}
@@ -364,9 +384,14 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	s.jobAccepted(c, job.ID)
 }
 
-// uploadFailed fails the job (nothing of it was kept) and answers e.
-func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error) {
-	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, e); err != nil {
+// errUploadLost fails a job whose body stopped coming (see dataimport.CodeUploadLost).
+var errUploadLost = dataimport.Errorf(dataimport.CodeUploadLost,
+	"The upload stopped before the whole body was received; nothing of it was kept. Send it again with the same Idempotency-Key to resume.")
+
+// uploadFailed fails the job (nothing of it was kept) if epoch is still its
+// receive epoch, and answers e.
+func (s *Server) uploadFailed(c *gin.Context, jobID int64, epoch int, e *dataimport.Error) {
+	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, epoch, e); err != nil {
 		abortWithError(c, err)
 		return
 	}
@@ -453,14 +478,26 @@ func readLine(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error // the request body's first error other than io.EOF
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && c.err == nil {
+		c.err = err
+	}
 	return n, err
+}
+
+// lost reports whether the body stopped coming: the client went away, or
+// reading the request's own body failed (a connection cut mid-body is an
+// unexpected EOF there), as opposed to a complete body that is invalid.
+func (c *countingReader) lost(ctx context.Context) bool {
+	var mbe *http.MaxBytesError
+	return ctx.Err() != nil || (c.err != nil && !errors.As(c.err, &mbe))
 }
 
 func (c *countingReader) count() int64 { return c.n }
@@ -701,4 +738,13 @@ func (s *Server) cancelJob(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, newJobBody(v))
+}
+
+// idempotencyTTL is how long an Idempotency-Key names its job, as it keeps
+// any other request's answer (IDEMPOTENCY_TTL).
+func (s *Server) idempotencyTTL() time.Duration {
+	if s.cfg.IdempotencyTTL > 0 {
+		return s.cfg.IdempotencyTTL
+	}
+	return DefaultIdempotencyTTL
 }
