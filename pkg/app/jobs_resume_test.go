@@ -104,6 +104,8 @@ func TestJobUploadCutResumes(t *testing.T) {
 		{"a line boundary", plain, false, lineEnd},
 		{"mid-line", plain, false, len(plain) / 2},
 		{"last byte missing", plain, false, len(plain) - 1},
+		{"gzip, no body byte", gzipped, true, 0},
+		{"gzip, inside its header", gzipped, true, 5},
 		{"gzip mid-stream", gzipped, true, len(gzipped) / 2},
 		{"gzip trailer missing", gzipped, true, len(gzipped) - 4},
 	} {

@@ -274,6 +274,9 @@ func (s *Server) jobBody(c *gin.Context) (raw *countingReader, body io.Reader, c
 	}
 	gz, gzErr := gzip.NewReader(raw)
 	if gzErr != nil {
+		if raw.lost(c.Request.Context()) { // cut before the gzip header was in
+			return nil, nil, nil, errUploadLost
+		}
 		return nil, nil, nil, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip.")
 	}
 	// A small compressed body may not expand past the limit either.
