@@ -619,6 +619,8 @@ export interface paths {
          * @description The body is NDJSON: one account object per line (as for staging), optionally `Content-Encoding: gzip`, up to `MAX_JOB_BYTES` (default 2 GiB, compressed and decompressed). It is streamed into Postgres, never held in memory; each line is validated with the rules of the stage endpoint. 202 once the whole body is durably stored; a worker then stages each valid line as a version of its import process and (unless `create=false`) creates the account, exactly once, under the cluster-wide cap. An upload that stops midway keeps nothing.
          *
          *     `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
+         *
+         *     **Resuming a cut upload.** An upload whose connection is cut, or whose client hangs up, before the whole body is in fails the job with `upload_lost` (nothing of it is kept; it is not a `parse_error`: the body stopped coming, it was not refused). Send the same body again with the same `Idempotency-Key` and the same query: the job is received again from its first byte (the same job id, 202), after any number of cuts. Only a body refused as such (`request_too_large`, a gzip stream that is complete but not valid) answers the same refusal again (`Idempotent-Replayed: true`); a job that failed `server_error` is received again like a lost one. Retry a cut upload with backoff; a 409 means the server has not yet seen the cut (wait `Retry-After`). A key names its job for `IDEMPOTENCY_TTL` (24 h): after that the same key makes a new job, and the old job stays.
          */
         post: operations["createJob"];
         delete?: never;
@@ -1429,7 +1431,7 @@ export interface components {
             eta_seconds: number | null;
             /** @description Bytes of the body as sent (compressed, if it was). */
             body_bytes: number;
-            /** @description Why a FAILED job failed. */
+            /** @description Why a FAILED job failed: `upload_lost` (the body stopped coming; a retry with the same `Idempotency-Key` and body resumes the job), `server_error` (not stored; resumed the same way), `request_too_large`, `parse_error` (refused as such: the same body fails the same way). */
             error?: {
                 detail: string;
                 code: string;
@@ -3621,7 +3623,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobAccepted"];
                 };
             };
-            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
+            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip (`parse_error`), body cut before its end (`upload_lost`: resume with the same key and body), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results. */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
