@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -170,4 +171,74 @@ func TestPushBulkResumesAfterCuts(t *testing.T) {
 		t.Fatal("the job did not complete with every account created")
 	}
 	e.checkAllImported(accounts)
+}
+
+// TestPushBulkNewKeyAfterCutAndRefusal: an API from before upload_lost
+// failed a cut upload as a parse error and then refused its key as "used
+// with another body". After a cut, that 422 means the job kept nothing:
+// the part goes again under a new key, saved in the state file first, and
+// the push completes with every account once. Without a cut, the same 422
+// is final (the key really was used for something else).
+func TestPushBulkNewKeyAfterCutAndRefusal(t *testing.T) {
+	defer func(b time.Duration) { uploadRetryBase = b }(uploadRetryBase)
+	uploadRetryBase = 20 * time.Millisecond
+	e := newEnv(t)
+	file := e.writeFile("accounts.ndjson", validLines(t, "OLD", 20))
+	report := filepath.Join(e.dir, "report.csv")
+	var mu sync.Mutex // the proxy's handlers run on their own goroutines
+	var tries int
+	var keys []string
+	e.proxy.fake = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/data-import/jobs/") {
+			return false
+		}
+		mu.Lock()
+		tries++
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		try := tries
+		mu.Unlock()
+		switch try {
+		case 1:
+			panic(http.ErrAbortHandler) // the connection drops: no answer
+		case 2:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, `{"detail":"This Idempotency-Key was used with another body; use a new key for a new upload.","code":"idempotency_key_reused"}`)
+			return true
+		}
+		return false
+	}
+	if _, err := e.push(file, report, "--bulk"); err != nil {
+		t.Fatalf("push --bulk: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if tries != 3 || keys[0] != keys[1] || keys[2] == keys[1] {
+		t.Fatalf("%d tries with keys %v: want a cut, a refusal under the same key, then a new key", tries, keys)
+	}
+	if n := e.count(`SELECT count(*) FROM import_jobs WHERE idempotency_key = ?`, keys[2]); n != 1 {
+		t.Fatalf("%d jobs under the new key", n)
+	}
+	e.checkAllImported(20)
+
+	// The refusal with no cut before it is final.
+	tries = 0
+	e.proxy.fake = func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/data-import/jobs/") {
+			return false
+		}
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"detail":"used with another body","code":"idempotency_key_reused"}`)
+		return true
+	}
+	mu.Unlock()
+	_, err := e.push(file, filepath.Join(e.dir, "report2.csv"), "--bulk")
+	mu.Lock()
+	if err == nil || !strings.Contains(err.Error(), "422") || tries != 1 {
+		t.Fatalf("a refusal without a cut: %v after %d tries", err, tries)
+	}
 }
