@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/gridshift/dataimport/sdk/go"
@@ -234,7 +235,7 @@ func (c *cli) pushBulk(soft context.Context, o pushOptions) error {
 				return err
 			}
 		}
-		id, err := upload.send(soft, hard, api, *p, fmt.Sprintf("part %d/%d", i+1, n))
+		id, err := upload.send(soft, hard, api, p, fmt.Sprintf("part %d/%d", i+1, n), func() error { return saveState(sp, st) })
 		if err != nil {
 			return fmt.Errorf("part %d/%d (from line %d): %w", i+1, n, p.FirstLine, err)
 		}
@@ -347,38 +348,110 @@ func (c *cli) newBulkUpload(o pushOptions) (*bulkUpload, error) {
 	return &bulkUpload{c: c, file: o.file, target: c.apiURL + "/v1/data-import/jobs/?" + q.Encode(), state: statePath(o)}, nil
 }
 
-// send uploads one part, gzipped as it is read, and returns its job id.
-// Network errors and 5xx are retried with the part's Idempotency-Key (the
-// API gives the same job, or takes over the cut upload); 409 (the cut
-// upload is not known dead yet) waits Retry-After. A graceful stop lets
-// the upload in flight finish, then starts no other try.
-func (u *bulkUpload) send(soft, hard context.Context, api *sdk.Client, p bulkPart, name string) (int64, error) {
-	for attempt := 1; ; attempt++ {
-		if soft.Err() != nil {
-			return 0, errInterrupted
-		}
-		id, retryIn, err := u.once(hard, api, p, name)
-		if err == nil {
-			return id, nil
-		}
-		if retryIn < 0 || attempt >= 20 {
-			return 0, err
-		}
-		u.c.log.Warn("upload not accepted; retrying with the same Idempotency-Key", "part", name, "attempt", attempt, "in", retryIn, "err", err)
-		select {
-		case <-soft.Done():
-			return 0, errInterrupted
-		case <-time.After(retryIn):
-		}
-	}
+// Upload retries: exponential backoff from uploadRetryBase, at most
+// maxUploadAttempts tries of one part.
+var (
+	uploadRetryBase   = time.Second
+	maxUploadAttempts = 20
+)
+
+// errUploadCut is a try whose connection failed: the API may have received
+// part of the body (the job then fails upload_lost and the same key resumes it).
+var errUploadCut = errors.New("upload cut")
+
+// errKeyReused is a 422 idempotency_key_reused.
+var errKeyReused = errors.New("idempotency key refused")
+
+// retryAfter is a retryable answer that asked for a wait (Retry-After).
+type retryAfter struct {
+	wait time.Duration
+	err  error
 }
 
-// once makes one try; retryIn < 0 means the error is final.
-func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name string) (int64, time.Duration, error) {
+func (e *retryAfter) Error() string { return e.err.Error() }
+func (e *retryAfter) Unwrap() error { return e.err }
+
+// floorBackOff waits at least floor (then forgets it) before the next try.
+type floorBackOff struct {
+	backoff.BackOff
+	floor time.Duration
+}
+
+func (f *floorBackOff) NextBackOff() time.Duration {
+	d := f.BackOff.NextBackOff()
+	if d != backoff.Stop && d < f.floor {
+		d = f.floor
+	}
+	f.floor = 0
+	return d
+}
+
+// send uploads one part, gzipped as it is read, and returns its job id.
+// Cut connections, 409 (the cut upload is not known lost yet; its
+// Retry-After is waited), 429 and 5xx are retried with exponential backoff
+// under the part's Idempotency-Key: the API gives the same job back, or
+// resumes the cut upload in it. A graceful stop lets the upload in flight
+// finish, then starts no other try.
+//
+// An API from before upload_lost failed a cut upload as a parse error and
+// then refused its key (422 idempotency_key_reused, "another body") though
+// the part is byte for byte the same: after a cut, that 422 means the job
+// kept nothing, so the part gets a new key (saved first) and goes again.
+func (u *bulkUpload) send(soft, hard context.Context, api *sdk.Client, p *bulkPart, name string, save func() error) (int64, error) {
+	exp := backoff.NewExponentialBackOff()
+	exp.InitialInterval, exp.MaxInterval, exp.MaxElapsedTime = uploadRetryBase, 30*time.Second, 0
+	b := &floorBackOff{BackOff: backoff.WithContext(backoff.WithMaxRetries(exp, uint64(maxUploadAttempts-1)), soft)}
+	cut, attempt := false, 0
+	var id int64
+	op := func() error {
+		if soft.Err() != nil {
+			return backoff.Permanent(errInterrupted)
+		}
+		attempt++
+		var err error
+		id, err = u.once(hard, api, *p, name)
+		var ra *retryAfter
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errKeyReused) && cut:
+			p.IdempotencyKey = newIdempotencyKey()
+			if serr := save(); serr != nil {
+				return backoff.Permanent(serr)
+			}
+			cut = false
+			return err
+		case errors.Is(err, errUploadCut):
+			cut = true
+			return err
+		case errors.As(err, &ra):
+			b.floor = ra.wait
+			return err
+		}
+		return backoff.Permanent(err)
+	}
+	notify := func(err error, in time.Duration) {
+		u.c.log.Warn("upload not accepted; retrying with the same Idempotency-Key", "part", name, "attempt", attempt, "in", in, "err", err)
+	}
+	if err := backoff.RetryNotify(op, b, notify); err != nil {
+		if soft.Err() != nil || errors.Is(err, errInterrupted) {
+			return 0, errInterrupted
+		}
+		if errors.Is(err, errUploadCut) || errors.As(err, new(*retryAfter)) {
+			return 0, fmt.Errorf("%w (gave up after %d tries; rerun to resume)", err, attempt)
+		}
+		return 0, err
+	}
+	return id, nil
+}
+
+// once makes one try. Its error wraps errUploadCut, errKeyReused or
+// *retryAfter when another try may succeed.
+func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name string) (int64, error) {
 	c := u.c
 	f, err := os.Open(u.file)
 	if err != nil {
-		return 0, -1, fmt.Errorf("open accounts: %w", err)
+		return 0, fmt.Errorf("open accounts: %w", err)
 	}
 	defer f.Close()
 	part := io.NewSectionReader(f, p.Start, p.End-p.Start)
@@ -403,12 +476,12 @@ func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name
 	token, err := api.Token(ctx)
 	if err != nil {
 		_ = pr.Close()
-		return 0, -1, err
+		return 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.target, pr)
 	if err != nil {
 		_ = pr.Close()
-		return 0, -1, fmt.Errorf("upload: %w", err)
+		return 0, fmt.Errorf("upload: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Content-Encoding", "gzip")
@@ -418,32 +491,37 @@ func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name
 	_ = pr.Close()
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, -1, errInterrupted
+			return 0, errInterrupted
 		}
-		return 0, 2 * time.Second, fmt.Errorf("upload: %w", err)
+		return 0, fmt.Errorf("upload: %w: %w", errUploadCut, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil { // the answer was cut: a retry gets it again
+		return 0, fmt.Errorf("upload: reading the answer: %w: %w", errUploadCut, err)
+	}
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		var out struct {
 			ID int64 `json:"id"`
 		}
 		if err := json.Unmarshal(body, &out); err != nil || out.ID == 0 {
-			return 0, -1, fmt.Errorf("upload: unexpected answer %s", clip(string(body), 200))
+			return 0, fmt.Errorf("upload: unexpected answer %s", clip(string(body), 200))
 		}
-		return out.ID, 0, nil
+		return out.ID, nil
 	case resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		wait := 2 * time.Second
+		var wait time.Duration
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			wait = time.Duration(s) * time.Second
 		}
-		return 0, wait, fmt.Errorf("upload: %d %s", resp.StatusCode, clip(string(body), 200))
+		return 0, &retryAfter{wait: wait, err: fmt.Errorf("upload: %d %s", resp.StatusCode, clip(string(body), 200))}
+	case resp.StatusCode == http.StatusUnprocessableEntity && bytes.Contains(body, []byte(`"idempotency_key_reused"`)):
+		return 0, fmt.Errorf("upload refused: %w: %d %s", errKeyReused, resp.StatusCode, clip(string(body), 500))
 	case resp.StatusCode == http.StatusRequestEntityTooLarge:
-		return 0, -1, fmt.Errorf("upload refused: %d %s (the API takes less per job than this part: remove %s and rerun with a smaller --job-bytes; parts already accepted are then sent again and come back already_imported)",
+		return 0, fmt.Errorf("upload refused: %d %s (the API takes less per job than this part: remove %s and rerun with a smaller --job-bytes; parts already accepted are then sent again and come back already_imported)",
 			resp.StatusCode, clip(string(body), 500), u.state)
 	}
-	return 0, -1, fmt.Errorf("upload refused: %d %s", resp.StatusCode, clip(string(body), 500))
+	return 0, fmt.Errorf("upload refused: %d %s", resp.StatusCode, clip(string(body), 500))
 }
 
 // followJobs polls the jobs' status with one bar over all their lines

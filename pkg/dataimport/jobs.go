@@ -1,6 +1,9 @@
 package dataimport
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // JobState is where a bulk import job is (CONTRACT §11).
 type JobState string
@@ -13,6 +16,11 @@ const (
 	JobFailed     JobState = "FAILED"     // the upload was lost or refused as a whole
 	JobCancelled  JobState = "CANCELLED"  // cancelled; what was created stays
 )
+
+// JobStates lists every job state. A test walks the state constants of
+// this file, so a state added above and missing here (or missing from the
+// retry table, DecideJobRetry) fails it.
+var JobStates = []JobState{JobReceiving, JobProcessing, JobCompleted, JobFailed, JobCancelled}
 
 // Finished reports whether the job will change no more.
 func (s JobState) Finished() bool {
@@ -92,3 +100,115 @@ type JobRecord struct {
 
 // Event names of a job line in the import process's log are those of the
 // per-account path: jobs add none of their own.
+
+// CodeUploadLost fails a job whose upload stopped before the whole body was
+// received (the client hung up, the connection was cut, the API process
+// died). Nothing of the body was kept; a retry with the same
+// Idempotency-Key and the same body resumes it.
+const CodeUploadLost = "upload_lost"
+
+// ResumableJobFailure reports whether a job failed with code kept nothing
+// of its body for a reason of the transport or of the service, not of the
+// body: a retry with the same Idempotency-Key receives the job again. A body
+// refused as such (too large, not gzip, cut inside its gzip) fails the same
+// way when sent again, so that failure is replayed instead.
+func ResumableJobFailure(code string) bool {
+	return slices.Contains(ResumableJobFailures, code)
+}
+
+// ResumableJobFailures are the failure codes of ResumableJobFailure.
+var ResumableJobFailures = []string{CodeUploadLost, CodeUploadIdleTimeout, CodeServerError}
+
+// CodeUploadIdleTimeout fails a job whose upload sent no body bytes for
+// UPLOAD_IDLE_TIMEOUT: like a lost upload, resumable with the same key.
+const CodeUploadIdleTimeout = "upload_idle_timeout"
+
+// KeyedJob is the job an upload's Idempotency-Key already names (within
+// the key's lifetime), as a retry finds it.
+type KeyedJob struct {
+	State JobState
+	// Stale: RECEIVING, and its upload's heartbeat stopped.
+	Stale bool
+	// ErrorCode is a FAILED job's error code.
+	ErrorCode string
+	// HasDigest: the whole body was received and its digest kept (a job
+	// failed or cancelled while receiving has none).
+	HasDigest bool
+}
+
+// BodyMatch is how a retry's body compares with the job's.
+type BodyMatch int
+
+// Body comparisons.
+const (
+	BodyUnread BodyMatch = iota // not read yet: DecideJobRetry may ask for it (RetryReadBody)
+	BodySame
+	BodyOther
+)
+
+// RetryDecision is the answer to an upload retried with a key that names a job.
+type RetryDecision int
+
+// Retry decisions.
+const (
+	RetryReadBody      RetryDecision = iota // read the body through and decide again with its match
+	RetryOtherRequest                       // 422 idempotency_key_reused: other options
+	RetryOtherBody                          // 422 idempotency_key_reused: another body
+	RetryReplay                             // 202 with the job, Idempotent-Replayed
+	RetryReplayFailure                      // the job's own refusal again, Idempotent-Replayed
+	RetryInUse                              // 409 idempotency_key_in_use: its upload is alive
+	RetryTakeOver                           // receive the body into the job again (next receive epoch)
+)
+
+func (d RetryDecision) String() string {
+	return [...]string{"read_body", "other_request", "other_body", "replay", "replay_failure", "in_use", "take_over"}[d]
+}
+
+// DecideJobRetry is the idempotent-retry state machine of a job upload:
+// what a retry with the same Idempotency-Key gets, for every job state.
+// The body is compared only where the job kept a digest to compare with;
+// there, with body BodyUnread, the answer is RetryReadBody.
+//
+//   - other options: 422, whatever the state;
+//   - RECEIVING: 409 while its upload is alive, taken over once it stopped;
+//   - PROCESSING, COMPLETED: replayed with the same body, 422 with another;
+//   - FAILED with a failure of the transport or the service (upload_lost,
+//     server_error): taken over, whatever the body (none was kept);
+//   - FAILED with the body refused: that refusal again;
+//   - CANCELLED: replayed (422 with another body, when it has a digest).
+func DecideJobRetry(k KeyedJob, sameOptions bool, body BodyMatch) RetryDecision {
+	if !sameOptions {
+		return RetryOtherRequest
+	}
+	compare := func() RetryDecision {
+		switch body {
+		case BodySame:
+			return RetryReplay
+		case BodyOther:
+			return RetryOtherBody
+		}
+		return RetryReadBody
+	}
+	switch k.State {
+	case JobReceiving:
+		if k.Stale {
+			return RetryTakeOver
+		}
+		return RetryInUse
+	case JobProcessing, JobCompleted:
+		return compare()
+	case JobFailed:
+		if ResumableJobFailure(k.ErrorCode) {
+			return RetryTakeOver
+		}
+		return RetryReplayFailure
+	case JobCancelled:
+		if k.HasDigest {
+			return compare()
+		}
+		return RetryReplay
+	}
+	// A state this function does not know: refuse rather than guess (the
+	// table test fails first).
+	return RetryOtherRequest
+}

@@ -36,7 +36,7 @@ type JobStore interface {
 	CreateJob(ctx context.Context, in postgres.NewJob, staleAfter time.Duration) (dataimport.Job, *postgres.IdempotentJob, error)
 	TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (epoch int, ok bool, err error)
 	ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(postgres.JobLine) error) error) (dataimport.JobCounters, error)
-	FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error
+	FailJob(ctx context.Context, jobID int64, epoch int, e *dataimport.Error) error
 	Job(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
 	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
 	EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error
@@ -207,35 +207,53 @@ func (s *Server) postJob(c *gin.Context) {
 	}
 	defer release()
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
-		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery}, receivingStale)
+		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
 	if err != nil {
 		abortWithError(c, err)
 		return
 	}
 	epoch := 0 // a new job's first receive epoch
 	if existing != nil {
-		switch {
-		case existing.Query != r.URL.RawQuery || existing.Job.SupplierID != sup.ID:
-			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
-				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
-			return
-		case existing.Job.State != dataimport.JobReceiving:
+		k := dataimport.KeyedJob{State: existing.Job.State, Stale: existing.Stale, HasDigest: existing.BodySHA256 != nil}
+		if existing.Job.Error != nil {
+			k.ErrorCode = existing.Job.Error.Code
+		}
+		sameOptions := existing.Query == r.URL.RawQuery && existing.Job.SupplierID == sup.ID
+		d := dataimport.DecideJobRetry(k, sameOptions, dataimport.BodyUnread)
+		if d == dataimport.RetryReadBody {
 			sum, err := s.bodyDigest(c)
 			if err != nil {
 				renderError(c, err)
 				return
 			}
-			if !bytes.Equal(sum, existing.BodySHA256) {
-				renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
-					"This Idempotency-Key was used with another body; use a new key for a new upload."))
-				return
+			match := dataimport.BodyOther
+			if bytes.Equal(sum, existing.BodySHA256) {
+				match = dataimport.BodySame
 			}
+			d = dataimport.DecideJobRetry(k, sameOptions, match)
+		}
+		switch d {
+		case dataimport.RetryTakeOver:
+		case dataimport.RetryReplay:
 			c.Header(HeaderIdempotentReplayed, "true")
 			s.jobAccepted(c, existing.Job.ID)
 			return
-		case !existing.Stale:
+		case dataimport.RetryReplayFailure:
+			// The body was refused as such: the same body fails the same way.
+			c.Header(HeaderIdempotentReplayed, "true")
+			renderError(c, existing.Job.Error)
+			return
+		case dataimport.RetryInUse:
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse, RetryAfterSeconds: int(receivingStale / time.Second),
 				Detail: "An upload with this Idempotency-Key is still being received; retry once it has finished or stopped."})
+			return
+		case dataimport.RetryOtherBody:
+			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+				"This Idempotency-Key was used with another body; use a new key for a new upload."))
+			return
+		default: // RetryOtherRequest
+			renderError(c, dataimport.Errorf(dataimport.CodeIdempotencyKeyReused,
+				"This Idempotency-Key was used with another request (method, path or query); use a new key for a new request."))
 			return
 		}
 		var took bool
@@ -279,6 +297,9 @@ func (s *Server) jobBody(c *gin.Context, keyed bool) (uploadBody, *dataimport.Er
 		if idle.timedOut {
 			return b, uploadIdleTimeout(s.cfg.Uploads.IdleTimeout, keyed)
 		}
+		if raw.lost(c.Request.Context()) { // cut before the gzip header was in
+			return b, errUploadLost
+		}
 		return b, dataimport.Errorf(dataimport.CodeParseError, "The body is not valid gzip.")
 	}
 	// A small compressed body may not expand past the limit, nor by more
@@ -319,6 +340,9 @@ func (s *Server) bodyDigest(c *gin.Context) ([]byte, *dataimport.Error) {
 		if e := s.bodyError(b, err, true); e != nil && e.Code != dataimport.CodeParseError {
 			return nil, e
 		}
+		if b.raw.lost(c.Request.Context()) {
+			return nil, errUploadLost
+		}
 		return nil, dataimport.Errorf(dataimport.CodeParseError, "The body ended early or is not valid gzip.")
 	}
 	return h.Sum(nil), nil
@@ -330,7 +354,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	ctx := c.Request.Context()
 	ub, bad := s.jobBody(c, keyed)
 	if bad != nil {
-		s.uploadFailed(c, job.ID, bad, keyed)
+		s.uploadFailed(c, job.ID, epoch, bad)
 		return
 	}
 	defer ub.close()
@@ -388,29 +412,32 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	})
 	if err != nil {
 		var stop *postgres.StopReceiving
+		bodyErr := s.bodyError(ub, err, keyed)
 		switch {
 		case errors.As(err, &stop):
 			// The job failed with its lines kept (ReceiveJob).
 			renderError(c, stop.Err)
 		case errors.Is(err, errTooManyLines):
-			s.uploadFailed(c, job.ID, tooManyLines(lim.MaxLines), false)
-		case s.bodyError(ub, err, keyed) != nil:
-			s.uploadFailed(c, job.ID, s.bodyError(ub, err, keyed), keyed)
+			s.uploadFailed(c, job.ID, epoch, tooManyLines(lim.MaxLines))
 		case errors.Is(err, postgres.ErrUploadTakenOver):
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse,
 				Detail: "The job stopped receiving this upload: it was cancelled, or a retry with the same Idempotency-Key took it over."})
-		case ctx.Err() != nil:
-			// The partner hung up: nothing is kept. A retry with the same
-			// key takes the job over (deleting the lines received so far);
-			// without one the job is failed and its lines deleted now.
-			if !keyed {
-				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeParseError,
-					"The upload stopped before the whole body was received; nothing of it was kept."))
-			}
+		case bodyErr != nil && bodyErr.Code != dataimport.CodeParseError:
+			// Idle timeout, gzip ratio, too large: the body's own bounds.
+			s.uploadFailed(c, job.ID, epoch, bodyErr)
+		case ub.raw.lost(ctx):
+			// The partner hung up or the connection was cut mid-body (the
+			// request's reads fail with an unexpected EOF, which a gzip
+			// stream cut short shows too: so this comes before the parse
+			// error). Nothing is kept; the job fails upload_lost, which a
+			// retry with the same key and body resumes at once.
+			s.uploadFailed(c, job.ID, epoch, errUploadLost)
+		case bodyErr != nil:
+			s.uploadFailed(c, job.ID, epoch, bodyErr)
 		default:
-			if !keyed {
-				_ = s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, dataimport.Errorf(dataimport.CodeServerError,
-					"The upload could not be stored; nothing of it was kept. Upload it again."))
+			if ferr := s.deps.Jobs.FailJob(context.WithoutCancel(ctx), job.ID, epoch, dataimport.Errorf(dataimport.CodeServerError,
+				"The upload could not be stored; nothing of it was kept. Upload it again.")); ferr != nil {
+				logger(c).WarnContext(ctx, "bulk job not failed", "job_id", job.ID, "err", ferr.Error())
 			}
 			abortWithError(c, err)
 		}
@@ -426,17 +453,16 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 // errTooManyLines ends a body past MAX_JOB_LINES.
 var errTooManyLines = errors.New("upload has more lines than MAX_JOB_LINES")
 
-// uploadFailed fails the job (nothing of it was kept) and answers e. An
-// upload cut off by the idle timeout with an Idempotency-Key stays
-// resumable instead: its job is left RECEIVING, with a heartbeat that no
-// longer beats, for a retry with the key to take over (or the reaper to
-// fail after UPLOAD_LOST_AFTER).
-func (s *Server) uploadFailed(c *gin.Context, jobID int64, e *dataimport.Error, keyed bool) {
-	if keyed && e.Code == CodeUploadIdleTimeout {
-		renderError(c, e)
-		return
-	}
-	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, e); err != nil {
+// errUploadLost fails a job whose body stopped coming (see dataimport.CodeUploadLost).
+var errUploadLost = dataimport.Errorf(dataimport.CodeUploadLost,
+	"The upload stopped before the whole body was received; nothing of it was kept. Send it again with the same Idempotency-Key to resume.")
+
+// uploadFailed fails the job (nothing of it was kept) if epoch is still its
+// receive epoch, and answers e. A job failed upload_lost or
+// upload_idle_timeout is resumed by a retry with the same key
+// (dataimport.ResumableJobFailure).
+func (s *Server) uploadFailed(c *gin.Context, jobID int64, epoch int, e *dataimport.Error) {
+	if err := s.deps.Jobs.FailJob(context.WithoutCancel(c.Request.Context()), jobID, epoch, e); err != nil {
 		abortWithError(c, err)
 		return
 	}
@@ -525,14 +551,26 @@ func readLine(rd *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 // countingReader counts the bytes read; the upload's heartbeat reads the
 // count from its own goroutine.
 type countingReader struct {
-	r io.Reader
-	n atomic.Int64
+	r   io.Reader
+	n   atomic.Int64
+	err error // the request body's first error other than io.EOF (read on the request's goroutine only)
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
+	if err != nil && !errors.Is(err, io.EOF) && c.err == nil {
+		c.err = err
+	}
 	return n, err
+}
+
+// lost reports whether the body stopped coming: the client went away, or
+// reading the request's own body failed (a connection cut mid-body is an
+// unexpected EOF there), as opposed to a complete body that is invalid.
+func (c *countingReader) lost(ctx context.Context) bool {
+	var mbe *http.MaxBytesError
+	return ctx.Err() != nil || (c.err != nil && !errors.As(c.err, &mbe))
 }
 
 func (c *countingReader) count() int64 { return c.n.Load() }
@@ -781,4 +819,13 @@ func (s *Server) cancelJob(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, newJobBody(v))
+}
+
+// idempotencyTTL is how long an Idempotency-Key names its job, as it keeps
+// any other request's answer (IDEMPOTENCY_TTL).
+func (s *Server) idempotencyTTL() time.Duration {
+	if s.cfg.IdempotencyTTL > 0 {
+		return s.cfg.IdempotencyTTL
+	}
+	return DefaultIdempotencyTTL
 }

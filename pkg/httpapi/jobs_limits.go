@@ -89,7 +89,7 @@ type UploadSlots interface {
 
 // Error codes of the upload bounds.
 const (
-	CodeUploadIdleTimeout        = "upload_idle_timeout"
+	CodeUploadIdleTimeout        = dataimport.CodeUploadIdleTimeout
 	CodeTooManyUploads           = "too_many_uploads"
 	CodeTooManyLines             = "too_many_lines"
 	CodeJobMostlyInvalid         = "job_mostly_invalid"

@@ -23,11 +23,21 @@ import (
 
 // CreateJob inserts a job in RECEIVING. With an idempotency key that
 // already names a job of the organisation, nothing is inserted and that job
-// is returned instead (existing non-nil).
+// is returned instead (existing non-nil). A key older than in.KeyTTL names
+// no job any more: it is taken off its old job (which stays) first.
 func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration) (dataimport.Job, *IdempotentJob, error) {
 	var key any
 	if in.IdempotencyKey != "" {
 		key = in.IdempotencyKey
+	}
+	if key != nil && in.KeyTTL > 0 {
+		// The unique index holds one job per key: an expired key is
+		// cleared so the insert below can take it.
+		if _, err := db.sql.ExecContext(ctx, `UPDATE import_jobs SET idempotency_key = NULL, modified_at = now()
+			WHERE organisation_id = $1 AND idempotency_key = $2 AND created_at < now() - $3::interval`,
+			in.OrganisationID, in.IdempotencyKey, in.KeyTTL.String()); err != nil {
+			return dataimport.Job{}, nil, fmt.Errorf("create job: expire idempotency key: %w", err)
+		}
 	}
 	var id int64
 	err := db.sql.QueryRowContext(ctx, `
@@ -61,23 +71,27 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 
 // TakeOverJob lets a retried upload take over a job whose receiving request
 // died: the heartbeat must still be stale, so two retries cannot both take
-// it. The take-over starts the job's next receive epoch and deletes the
-// lines the dead request committed, in one transaction; a batch of the dead
-// request that commits later is refused (its epoch is no longer the job's).
-// It returns the epoch the retry receives in.
+// it; or a job that failed without keeping its body for a reason of the
+// transport or the service (dataimport.ResumableJobFailure), which goes
+// back to RECEIVING. The take-over starts the job's next receive epoch and
+// deletes the lines the dead request committed, in one transaction; a
+// batch (or a late FailJob) of the dead request is refused (its epoch is no
+// longer the job's). It returns the epoch the retry receives in.
 func (db *DB) TakeOverJob(ctx context.Context, jobID int64, staleAfter time.Duration) (int, bool, error) {
 	var epoch int
 	err := db.sql.QueryRowContext(ctx, `
 		WITH j AS (
-			UPDATE import_jobs SET heartbeat_at = now(), modified_at = now(), n_received = 0, receive_epoch = receive_epoch + 1
-			 WHERE id = $1 AND state = 'RECEIVING' AND heartbeat_at < now() - $2::interval
+			UPDATE import_jobs SET state = 'RECEIVING', error = NULL, finished_at = NULL,
+			       heartbeat_at = now(), modified_at = now(), n_received = 0, receive_epoch = receive_epoch + 1
+			 WHERE id = $1 AND (state = 'RECEIVING' AND heartbeat_at < now() - $2::interval
+			                    OR state = 'FAILED' AND error->>'code' = ANY($3))
 			RETURNING id, receive_epoch
 		), gone AS (
 			DELETE FROM import_job_records r USING j WHERE r.job_id = j.id
 		), gone_errors AS (
 			DELETE FROM import_job_errors e USING j WHERE e.job_id = j.id
 		)
-		SELECT receive_epoch FROM j`, jobID, staleAfter.String()).Scan(&epoch)
+		SELECT receive_epoch FROM j`, jobID, staleAfter.String(), dataimport.ResumableJobFailures).Scan(&epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -417,8 +431,10 @@ func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) err
 }
 
 // FailJob ends a job whose upload was refused as a whole (too large, not
-// readable): the lines received so far are deleted with it, so none is kept.
-func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error {
+// readable) or lost: the lines received so far are deleted with it, so none
+// is kept. Only while epoch is still the job's receive epoch: the late
+// failure of an upload a retry took over leaves the retry's upload alone.
+func (db *DB) FailJob(ctx context.Context, jobID int64, epoch int, e *dataimport.Error) error {
 	b, err := json.Marshal(storableError(e))
 	if err != nil {
 		return fmt.Errorf("encode job error: %w", err)
@@ -426,11 +442,11 @@ func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) err
 	_, err = db.sql.ExecContext(ctx, `
 		WITH j AS (
 			UPDATE import_jobs SET state = 'FAILED', error = $2::jsonb, finished_at = now(), modified_at = now()
-			 WHERE id = $1 AND state = 'RECEIVING' RETURNING id
+			 WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $3 RETURNING id
 		), gone_errors AS (
 			DELETE FROM import_job_errors e USING j WHERE e.job_id = j.id
 		)
-		DELETE FROM import_job_records r USING j WHERE r.job_id = j.id`, jobID, string(b))
+		DELETE FROM import_job_records r USING j WHERE r.job_id = j.id`, jobID, string(b), epoch)
 	if err != nil {
 		return fmt.Errorf("fail job %d: %w", jobID, err)
 	}

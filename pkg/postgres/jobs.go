@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 )
@@ -31,6 +32,9 @@ type NewJob struct {
 	Window         dataimport.Window
 	IdempotencyKey string // empty: none
 	Query          string // the request's query string, compared on a retry with the same key
+	// KeyTTL is how long the key names its job: a key older than that is
+	// free again (a new job; the old one stays, without its key). 0: forever.
+	KeyTTL time.Duration
 }
 
 const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations_team_id, j.state, j.create_accounts, j.dry_run, j.window_start, j.window_end,

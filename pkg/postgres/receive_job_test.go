@@ -151,7 +151,7 @@ func TestReceiveEpochFencesADeadUpload(t *testing.T) {
 	if n := stored(failed.ID); n != 2000 {
 		t.Fatalf("%d lines stored before the failure, want the committed batch (2000)", n)
 	}
-	e.must(e.db.FailJob(e.ctx, failed.ID, dataimport.Errorf(dataimport.CodeParseError, "bad gzip")))
+	e.must(e.db.FailJob(e.ctx, failed.ID, 0, dataimport.Errorf(dataimport.CodeParseError, "bad gzip")))
 	if n := stored(failed.ID); n != 0 {
 		t.Fatalf("%d lines kept by a failed upload", n)
 	}

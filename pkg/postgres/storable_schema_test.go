@@ -191,7 +191,7 @@ func TestStorableTextColumns(t *testing.T) {
 	}
 	proved("import_job_records.errors")
 	failed := e.receivingJob(s, "Storable failed job")
-	e.must(e.db.FailJob(e.ctx, failed.ID, &dataimport.Error{Code: "unreadable", Detail: hostile}))
+	e.must(e.db.FailJob(e.ctx, failed.ID, 0, &dataimport.Error{Code: "unreadable", Detail: hostile}))
 	proved("import_jobs.error")
 
 	for c, origin := range textOrigins {

@@ -22,9 +22,9 @@ type WebhookClaim struct {
 	Secret     string
 	// PreviousSecret also signs while a rotation's overlap lasts ("" after).
 	PreviousSecret string
-	MsgID      string // the FeedEvent id: webhook-id
-	Body       []byte // the FeedEvent JSON, built by the feed's reader
-	OccurredAt time.Time
+	MsgID          string // the FeedEvent id: webhook-id
+	Body           []byte // the FeedEvent JSON, built by the feed's reader
+	OccurredAt     time.Time
 }
 
 // ClaimWebhookAttempt starts attempt d.Attempts+1 of a pending delivery of
