@@ -105,7 +105,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Webhooks:      db,
 		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 		WebhookSender: webhook.NewSender(webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout),
-		UploadSlots: redis.NewUploadSlots(rdb, UploadSlotsKeyPrefix, UploadSlotLease),
+		UploadSlots:   redis.NewUploadSlots(rdb, UploadSlotsKeyPrefix, UploadSlotLease),
 	})
 	if cfg.ConsoleAddr != "" {
 		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {

@@ -94,6 +94,9 @@ func TestPartnerSelfServeWebhooks(t *testing.T) {
 		t.Errorf("attempts?limit=1000: %d %s", r.Status, r.Body)
 	}
 
+	if r := p.As(p.token, http.MethodPatch, base, map[string]any{"description": "a\u0000b"}); r.Status != http.StatusBadRequest {
+		t.Errorf("patch with a NUL in the description: %d %s", r.Status, r.Body)
+	}
 	// Change: types checked, then disabled by the partner.
 	if r := p.As(p.token, http.MethodPatch, base, map[string]any{"event_types": []string{"no.such-v1"}}); r.Status != http.StatusBadRequest ||
 		!strings.Contains(string(r.Body), "event_types.0") {

@@ -96,7 +96,7 @@ type Deps struct {
 	Webhooks      WebhookStore  // partner webhook endpoints (webhooks.go)
 	WebhookGuard  webhook.Guard // checks a target URL at registration
 	WebhookSender WebhookSender // sends a test event; nil: tests answer 500
-	UploadSlots UploadSlots // an organisation's uploads across replicas; nil: not bounded per organisation
+	UploadSlots   UploadSlots   // an organisation's uploads across replicas; nil: not bounded per organisation
 }
 
 // maxGraphQLBodyBytes bounds a GraphQL request. The query itself is

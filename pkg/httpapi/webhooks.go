@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 
@@ -128,8 +129,14 @@ func (s *Server) checkWebhookRequest(ctx context.Context, r webhookRequest, crea
 			}
 		}
 	}
-	if r.Description != nil && len([]rune(*r.Description)) > 500 {
-		errs = append(errs, dataimport.FieldError{Attr: "description", Code: dataimport.CodeMaxLength, Detail: "Ensure this field has no more than 500 characters."})
+	if r.Description != nil {
+		switch d := *r.Description; {
+		case len([]rune(d)) > 500:
+			errs = append(errs, dataimport.FieldError{Attr: "description", Code: dataimport.CodeMaxLength, Detail: "Ensure this field has no more than 500 characters."})
+		case strings.ContainsFunc(d, unicode.IsControl):
+			// Stored as given: refused here rather than cleaned (partner text, see pkg/storable).
+			errs = append(errs, dataimport.FieldError{Attr: "description", Code: dataimport.CodeInvalid, Detail: "Control characters are not allowed."})
+		}
 	}
 	if create && r.Enabled != nil {
 		errs = append(errs, dataimport.FieldError{Attr: "enabled", Code: dataimport.CodeUnknownField, Detail: "An endpoint is enabled when registered."})

@@ -43,7 +43,7 @@ var textOrigins = map[string]string{
 	"idempotency_keys.response_headers": internal, "idempotency_keys.state": internal,
 	"import_attempts.error": external, "import_attempts.outcome": internal,
 	"import_attempts.platform_account_number": internal,
-	"import_job_records.errors":               external, "import_job_records.external_account_number": partner,
+	"import_job_errors.error":                 external, "import_job_records.errors": external, "import_job_records.external_account_number": partner,
 	"import_job_records.outcome": internal, "import_job_records.payload": partner,
 	"import_job_records.platform_account_number": internal,
 	"import_jobs.error":                          external, "import_jobs.idempotency_key": partner, "import_jobs.lease_owner": internal,
@@ -70,7 +70,8 @@ var textOrigins = map[string]string{
 	"supply_addresses.supply_address3": partner, "supply_addresses.supply_address4": partner, "supply_addresses.supply_address5": partner,
 	"tariffs.fuel": partner, "tariffs.payment_method": partner, "tariffs.region": partner, "tariffs.tariff_code": partner,
 	"transfer_readings.reading_type": partner, "transfer_readings.register_id": partner,
-	"unit_rates.rate_type":   partner,
+	"unit_rates.rate_type":          partner,
+	"webhook_endpoints.description": partner, "webhook_endpoints.previous_secret": internal,
 	"webhook_attempts.error": external, "webhook_attempts.response_excerpt": external,
 	"webhook_deliveries.last_error": external, "webhook_deliveries.state": internal,
 	"webhook_endpoints.disabled_reason": partner, "webhook_endpoints.secret": internal, "webhook_endpoints.url": partner,
@@ -184,11 +185,19 @@ func TestStorableTextColumns(t *testing.T) {
 	job := e.receivingJob(s, "Storable jobs")
 	if _, err := e.db.ReceiveJob(e.ctx, job.ID, 0, func() int64 { return 1 }, func() []byte { return make([]byte, 32) },
 		func(emit func(postgres.JobLine) error) error {
-			return emit(postgres.JobLine{Line: 1, External: "R-1", Payload: []byte(`{}`),
-				Err: &dataimport.Error{Code: "invalid", Detail: hostile, Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}})
+			if err := emit(postgres.JobLine{Line: 1, External: "R-1", Payload: []byte(`{}`),
+				Err: &dataimport.Error{Code: "invalid", Detail: hostile, Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}}); err != nil {
+				return err
+			}
+			return emit(postgres.JobLine{Line: 2, External: "R-2", Payload: []byte(`{}`)})
 		}); err != nil {
 		t.Fatal(err)
 	}
+	// Invalid lines' errors are stored once per job (import_job_errors); a
+	// line's own error (a window that expired, a failed creation) on the line.
+	proved("import_job_errors.error")
+	e.must(e.g.Exec(`UPDATE import_job_records SET outcome = 'staged' WHERE job_id = ? AND line = 2`, job.ID).Error)
+	e.must(e.db.ExpireJobLines(e.ctx, job.ID, &dataimport.Error{Code: "schedule_window_expired", Detail: hostile}))
 	proved("import_job_records.errors")
 	failed := e.receivingJob(s, "Storable failed job")
 	e.must(e.db.FailJob(e.ctx, failed.ID, 0, &dataimport.Error{Code: "unreadable", Detail: hostile}))
