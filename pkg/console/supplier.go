@@ -44,7 +44,7 @@ func (c *Console) setSupplierStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.invalidateOverview()
-	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"?done="+urlQuery("status set to "+string(st)))
+	redirect(w, r, supplierURL(code)+"?done="+urlQuery("status set to "+string(st)))
 }
 
 // accountPage finds an account by external or platform number and shows
@@ -85,7 +85,7 @@ func (c *Console) skipAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.invalidateOverview()
-	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"/accounts?number="+urlQuery(external)+"&done="+urlQuery("marked skipped"))
+	redirect(w, r, accountURL(code, external)+"&done="+urlQuery("marked skipped"))
 }
 
 func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {

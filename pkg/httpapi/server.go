@@ -123,9 +123,10 @@ func New(cfg Config, deps Deps) *Server {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
+	escapedPaths(e)
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(cfg.TrustedProxies)
-	e.Use(requestID(), accessLog(deps.Logger), recoverPanics(deps.Logger), s.metrics.middleware())
+	e.Use(requestID(), accessLog(deps.Logger), recoverPanics(deps.Logger), s.metrics.middleware(), unescapePathValues())
 	e.NoRoute(func(c *gin.Context) {
 		renderError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
 	})

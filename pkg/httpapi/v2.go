@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -155,10 +154,6 @@ func (s *Server) createV2(c *gin.Context) {
 	url := v2StatusURL(sup.Code, p.ExternalAccountNumber)
 	c.Header("Location", url)
 	c.JSON(http.StatusCreated, gin.H{"status": dataimport.V2Pending, "status_url": url})
-}
-
-func v2StatusURL(supplier, external string) string {
-	return "/v2/data-import/accounts/" + url.PathEscape(supplier) + "/" + url.PathEscape(external) + "/"
 }
 
 // v2Process loads the process named by the path for the caller; 404 for an
