@@ -21,6 +21,6 @@ func accountURL(code, number string) string {
 	return accountsURL(code) + "?number=" + url.QueryEscape(number)
 }
 
-func skipURL(code, external string) string {
-	return accountsURL(code) + "/" + url.PathEscape(external) + "/skip"
-}
+// skipURL is the skip form's action; the account number is a field of
+// the form (skipAccount).
+func skipURL(code string) string { return accountsURL(code) + "/skip" }
