@@ -40,7 +40,7 @@ type Store interface {
 	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
 	ScheduleV2(ctx context.Context, in postgres.ScheduleInput) (postgres.Scheduled, error)
 	Cancel(ctx context.Context, p dataimport.ImportProcess) (dataimport.ImportProcess, error)
-	Events(ctx context.Context, processID int64) ([]postgres.Event, error)
+	EventsPage(ctx context.Context, processID, after int64, limit int) ([]postgres.Event, error)
 	LatestEvent(ctx context.Context, processID int64) (postgres.Event, bool, error)
 	FeedStore
 }

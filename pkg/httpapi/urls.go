@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"encoding/base64"
+	"fmt"
 	"net/url"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -32,6 +35,31 @@ func v2CancelURL(supplier, external string) string {
 // v2EventsURL is GET …/<supplier>/<external>/events/.
 func v2EventsURL(supplier, external string) string {
 	return v2StatusURL(supplier, external) + "events/"
+}
+
+// v2EventsPageURL is the timeline page after the event with id after.
+func v2EventsPageURL(supplier, external string, size int, after int64) string {
+	q := url.Values{}
+	q.Set("page_size", strconv.Itoa(size))
+	q.Set("cursor", encodeEventCursor(after))
+	return v2EventsURL(supplier, external) + "?" + q.Encode()
+}
+
+// An event cursor is opaque to clients: the event id, base64url-encoded.
+func encodeEventCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
+}
+
+func decodeEventCursor(s string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, fmt.Errorf("event cursor: %w", err)
+	}
+	id, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("event cursor %q: not an event id", b)
+	}
+	return id, nil
 }
 
 // escapedPaths makes the router match the request's escaped path, so "%2F"
