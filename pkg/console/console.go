@@ -182,7 +182,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /suppliers/{code}", c.supplierPage)
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
 	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
-	mux.HandleFunc("POST /suppliers/{code}/accounts/{external}/skip", c.skipAccount)
+	mux.HandleFunc("POST /suppliers/{code}/accounts/skip", c.skipAccount)
 	mux.HandleFunc("GET /audit", c.auditPage)
 
 	protect := csrf.Protect(cfg.CSRFKey,

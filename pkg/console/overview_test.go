@@ -100,14 +100,14 @@ func TestOverviewSupplierAndTimeline(t *testing.T) {
 		t.Errorf("another supplier's account: %d", p.Status)
 	}
 	// Skip a staged-only account (kind 7), from the page, and see it skipped.
-	p := b.post("/suppliers/ACME/accounts?number=EXT-00000007", "/suppliers/ACME/accounts/EXT-00000007/skip", url.Values{})
+	p := b.post("/suppliers/ACME/accounts?number=EXT-00000007", "/suppliers/ACME/accounts/skip", url.Values{"external": {"EXT-00000007"}})
 	if p.Status != http.StatusSeeOther {
 		t.Fatalf("skip: %d %s", p.Status, p.Body)
 	}
 	if p := b.do(http.MethodGet, p.Location, nil); !strings.Contains(p.Body, `id="skipped"`) {
 		t.Errorf("after skip the account does not show skipped: %.800s", p.Body)
 	}
-	if p := b.post("/suppliers/ACME/accounts?number=EXT-00000007", "/suppliers/ACME/accounts/EXT-00000001/skip", url.Values{}); p.Status != http.StatusConflict {
+	if p := b.post("/suppliers/ACME/accounts?number=EXT-00000007", "/suppliers/ACME/accounts/skip", url.Values{"external": {"EXT-00000001"}}); p.Status != http.StatusConflict {
 		t.Errorf("skip an imported account: %d", p.Status)
 	}
 	audit := b.do(http.MethodGet, "/audit", nil)

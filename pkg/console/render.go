@@ -19,6 +19,8 @@ var pageNames = []string{"login", "password", "overview", "supplier", "account",
 var fragmentNames = []string{"live"}
 
 var funcs = template.FuncMap{
+	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
+	"accountURL": accountURL, "skipURL": skipURL,
 	"since": func(t *time.Time) string {
 		if t == nil {
 			return "—"

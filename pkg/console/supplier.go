@@ -44,7 +44,7 @@ func (c *Console) setSupplierStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.invalidateOverview()
-	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"?done="+urlQuery("status set to "+string(st)))
+	redirect(w, r, supplierURL(code)+"?done="+urlQuery("status set to "+string(st)))
 }
 
 // accountPage finds an account by external or platform number and shows
@@ -72,9 +72,15 @@ func (c *Console) accountPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "account", data)
 }
 
-// skipAccount is the console's `importctl account skip`.
+// skipAccount is the console's `importctl account skip`. The account
+// number comes in the form, not the path: any accepted identifier then
+// reaches it (net/http's mux cannot route a segment that decodes to "/").
 func (c *Console) skipAccount(w http.ResponseWriter, r *http.Request) {
-	code, external := r.PathValue("code"), r.PathValue("external")
+	code, external := r.PathValue("code"), r.PostFormValue("external")
+	if external == "" {
+		http.Error(w, "external: give the account's external number", http.StatusBadRequest)
+		return
+	}
 	err := c.deps.Store.MarkSkipped(r.Context(), code, external)
 	if e, ok := dataimport.AsError(err); ok && e.Code == dataimport.CodeImportInProgress {
 		http.Error(w, e.Detail, http.StatusConflict)
@@ -85,7 +91,7 @@ func (c *Console) skipAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.invalidateOverview()
-	redirect(w, r, "/suppliers/"+url.PathEscape(code)+"/accounts?number="+urlQuery(external)+"&done="+urlQuery("marked skipped"))
+	redirect(w, r, accountURL(code, external)+"&done="+urlQuery("marked skipped"))
 }
 
 func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, err error) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
 )
 
 // column is one mapped cell: where it goes and how its text becomes a value.
@@ -60,6 +62,13 @@ func (c *column) value(cell string) (v json.RawMessage, present bool, reason str
 	}
 	switch c.kind {
 	case kindString:
+		if c.full == identifierPath {
+			// The API's one identifier rule, so a converted file is not
+			// refused account by account at upload.
+			if p := dataimport.IdentifierProblem(cell); p != "" {
+				return nil, false, fmt.Sprintf("%q: %s", cell, p)
+			}
+		}
 		b, _ := json.Marshal(cell)
 		return b, true, ""
 	case kindDate:
@@ -97,6 +106,10 @@ func (c *column) value(cell string) (v json.RawMessage, present bool, reason str
 	}
 	return nil, false, "cannot be mapped to a " + c.kind.String()
 }
+
+// identifierPath is the account's identifier, which must be addressable in
+// the API's URLs (dataimport.IdentifierProblem).
+const identifierPath = "external_account_number"
 
 func quoted(s string) json.RawMessage { return json.RawMessage(`"` + s + `"`) }
 

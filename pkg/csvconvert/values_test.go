@@ -78,6 +78,12 @@ func TestCellValues(t *testing.T) {
 		{&column{kind: kindString, f: f, valueMap: map[string]string{"E": "ELECTRICITY", "G": "GAS"}}, "G", `"GAS"`, ""},
 		{&column{kind: kindString, f: f, valueMap: map[string]string{"E": "ELECTRICITY", "G": "GAS"}}, "X", "", `"X" is not one of the mapped values (E, G)`},
 		{&column{kind: kindString, f: f, required: true}, " ", "", "is empty but required"},
+		// The account number follows the API's one identifier rule
+		// (dataimport.IdentifierProblem): what a URL can carry passes.
+		{&column{kind: kindString, f: f, full: identifierPath}, "ACC/7", `"ACC/7"`, ""},
+		{&column{kind: kindString, f: f, full: identifierPath}, "..", "", `may not be "." or ".."`},
+		{&column{kind: kindString, f: f, full: identifierPath}, "a\tb", "", "control characters"},
+		{&column{kind: kindString, f: f, full: "customers[].first_name"}, "..", `".."`, ""},
 	} {
 		v, present, reason := tc.c.value(tc.in)
 		switch {

@@ -137,7 +137,7 @@ type NotesRequest struct {
 func (r *NotesRequest) Validate(now time.Time) []FieldError {
 	c := &collector{}
 	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
-	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.identifier(field("external_account_number"), r.ExternalAccountNumber)
 	for i := range r.Notes {
 		if c.full() {
 			break
@@ -157,7 +157,7 @@ type TransactionsRequest struct {
 func (r *TransactionsRequest) Validate() []FieldError {
 	c := &collector{}
 	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
-	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.identifier(field("external_account_number"), r.ExternalAccountNumber)
 	validateTransactions(c, r.Transactions, "transactions")
 	return c.list()
 }

@@ -1,6 +1,7 @@
 package dataimport
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -40,6 +41,18 @@ const (
 	OutcomeFailed          = "failed"
 	OutcomeCancelled       = "cancelled"
 )
+
+// CodeStagedVersionReplaced is the error of a job line whose account was
+// staged again (a v1 or v2 stage, or another job) between the job staging
+// the line and starting its creation: the account would be created from
+// another payload, so the line fails and the job does not create it.
+const CodeStagedVersionReplaced = "staged_version_replaced"
+
+// StagedVersionReplaced is that line's error.
+func StagedVersionReplaced(line, now int) *Error {
+	return &Error{Code: CodeStagedVersionReplaced, Domain: DomainProcessing, Detail: fmt.Sprintf(
+		"This line staged version %d of the account, but version %d was staged since; the job did not create the account. Create it from its current version, or send the line again.", line, now)}
+}
 
 // JobOutcomes lists every line outcome, in the order counters are shown.
 var JobOutcomes = []string{OutcomePending, OutcomeInvalid, OutcomeDuplicateLine, OutcomeStaged, OutcomeInProgress,

@@ -53,7 +53,7 @@ func PaymentInstructionValidator(vendors []string) func(*PaymentInstructionReque
 func ValidatePaymentInstruction(r *PaymentInstructionRequest, vendors []string) []FieldError {
 	c := &collector{}
 	c.requiredString(field("import_supplier"), r.ImportSupplier, maxSupplierCode)
-	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.identifier(field("external_account_number"), r.ExternalAccountNumber)
 	validateInstruction(c, objectAt(""), r.Vendor, r.Reference, r.Type, vendors, true)
 	return c.list()
 }

@@ -31,7 +31,7 @@ type StatementsRequest struct {
 func (r *StatementsRequest) Validate(today Date) []FieldError {
 	c := &collector{}
 	c.requiredString(field("import_supplier"), r.ImportSupplier, defaultMaxLength)
-	c.requiredString(field("external_account_number"), r.ExternalAccountNumber, maxExternalAccountNumber)
+	c.identifier(field("external_account_number"), r.ExternalAccountNumber)
 	firstUse := map[string]attr{} // statement_id -> attr of its first use
 	for i := range r.Statements {
 		if c.full() {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // AccountRules carries what account validation needs from outside the
@@ -51,12 +50,7 @@ func ValidateAccount(a *Account, opts AccountRules) []FieldError {
 
 func validateAccount(c *collector, a *Account, opts AccountRules) {
 	c.requiredString(field("import_supplier"), a.ImportSupplier, defaultMaxLength)
-	c.requiredString(field("external_account_number"), a.ExternalAccountNumber, maxExternalAccountNumber)
-	// It is a segment of the account's status URL, where control
-	// characters are refused: an account must stay addressable.
-	if strings.ContainsFunc(a.ExternalAccountNumber, unicode.IsControl) {
-		c.addAt(field("external_account_number"), CodeInvalid, "This field may not contain control characters.")
-	}
+	c.identifier(field("external_account_number"), a.ExternalAccountNumber)
 
 	if a.AccountType == nil {
 		a.AccountType = ptr(AccountTypeDomestic)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -275,7 +274,7 @@ func (s *Server) respondOutcome(c *gin.Context, proc dataimport.ImportProcess, o
 }
 
 func (s *Server) accepted(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess) {
-	statusURL := "/v1/data-import/account-transfer-status/" + url.PathEscape(sup.Code) + "/" + url.PathEscape(proc.ExternalAccountNumber) + "/"
+	statusURL := v1StatusURL(sup.Code, proc.ExternalAccountNumber)
 	c.Header("Location", statusURL)
 	c.Header("Retry-After", strconv.Itoa(2))
 	c.JSON(http.StatusAccepted, gin.H{"status": dataimport.StatusInProgress, "status_url": statusURL})

@@ -90,7 +90,7 @@ func (s *Server) listPage(c *gin.Context, supplierID int64, filter postgres.List
 		q := url.Values{}
 		q.Set("page_size", strconv.Itoa(size))
 		q.Set("cursor", base64.RawURLEncoding.EncodeToString([]byte(items[size-1].ExternalAccountNumber)))
-		c.Header("Link", "<"+c.Request.URL.Path+"?"+q.Encode()+`>; rel="next"`)
+		c.Header("Link", "<"+c.Request.URL.EscapedPath()+"?"+q.Encode()+`>; rel="next"`)
 	}
 	c.JSON(http.StatusOK, items)
 }

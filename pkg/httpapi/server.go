@@ -41,7 +41,7 @@ type Store interface {
 	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
 	ScheduleV2(ctx context.Context, in postgres.ScheduleInput) (postgres.Scheduled, error)
 	Cancel(ctx context.Context, p dataimport.ImportProcess) (dataimport.ImportProcess, error)
-	Events(ctx context.Context, processID int64) ([]postgres.Event, error)
+	EventsPage(ctx context.Context, processID, after int64, limit int) ([]postgres.Event, error)
 	LatestEvent(ctx context.Context, processID int64) (postgres.Event, bool, error)
 	FeedStore
 }
@@ -132,9 +132,10 @@ func New(cfg Config, deps Deps) *Server {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
+	escapedPaths(e)
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(cfg.TrustedProxies)
-	e.Use(requestID(), accessLog(deps.Logger), recoverPanics(deps.Logger), s.metrics.middleware())
+	e.Use(requestID(), accessLog(deps.Logger), recoverPanics(deps.Logger), s.metrics.middleware(), unescapePathValues())
 	e.NoRoute(func(c *gin.Context) {
 		renderError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
 	})

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -157,10 +157,6 @@ func (s *Server) createV2(c *gin.Context) {
 	c.JSON(http.StatusCreated, gin.H{"status": dataimport.V2Pending, "status_url": url})
 }
 
-func v2StatusURL(supplier, external string) string {
-	return "/v2/data-import/accounts/" + url.PathEscape(supplier) + "/" + url.PathEscape(external) + "/"
-}
-
 // v2Process loads the process named by the path for the caller; 404 for an
 // unknown pair or a supplier the caller may not see.
 func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, bool) {
@@ -236,22 +232,61 @@ func eventBody(e postgres.Event) v2Event {
 	return v2Event{Event: e.Event, OccurredAt: dataimport.NewDateTime(e.OccurredAt), Data: data}
 }
 
-// eventsV2 serves GET …/<supplier>/<external>/events/: the whole timeline.
+// maxEventsPage bounds one page of a timeline; it is also the default, so a
+// client that does not page still reads every timeline of ordinary length
+// in one answer, and the Link header tells it when there is more.
+const maxEventsPage = 500
+
+// eventsV2 serves GET …/<supplier>/<external>/events/: the timeline, oldest
+// first, a page at a time (page_size, cursor); the next page's address is
+// in a Link header (rel="next"), as for the v1 lists.
 func (s *Server) eventsV2(c *gin.Context) {
+	size, after, ferrs := eventPageParams(c)
+	if len(ferrs) > 0 {
+		failValidation(c, dataimport.CodeInvalidPayload, "Invalid query parameters.", ferrs)
+		return
+	}
 	p, ok := s.v2Process(c)
 	if !ok {
 		return
 	}
-	evs, err := s.deps.Store.Events(c.Request.Context(), p.ID)
+	evs, err := s.deps.Store.EventsPage(c.Request.Context(), p.ID, after, size+1)
 	if err != nil {
 		abortWithError(c, err)
 		return
+	}
+	if len(evs) > size {
+		evs = evs[:size]
+		c.Header("Link", "<"+v2EventsPageURL(c.Param("supplier"), p.ExternalAccountNumber, size, evs[size-1].ID)+`>; rel="next"`)
 	}
 	out := make([]v2Event, len(evs))
 	for i, e := range evs {
 		out[i] = eventBody(e)
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// eventPageParams reads page_size (1 to maxEventsPage, default
+// maxEventsPage) and cursor (from a Link header: the last event's id).
+func eventPageParams(c *gin.Context) (size int, after int64, errs []dataimport.FieldError) {
+	size = maxEventsPage
+	if v, ok := c.GetQuery("page_size"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxEventsPage {
+			errs = append(errs, dataimport.FieldError{Attr: "page_size", Code: dataimport.CodeInvalid,
+				Detail: "page_size must be a whole number from 1 to " + strconv.Itoa(maxEventsPage) + "."})
+		}
+		size = n
+	}
+	if v, ok := c.GetQuery("cursor"); ok {
+		id, err := decodeEventCursor(v)
+		if err != nil {
+			errs = append(errs, dataimport.FieldError{Attr: "cursor", Code: dataimport.CodeInvalid,
+				Detail: "cursor must be the value from a Link header."})
+		}
+		after = id
+	}
+	return size, after, errs
 }
 
 // cancelV2 serves POST …/<supplier>/<external>/cancel/: a scheduled attempt

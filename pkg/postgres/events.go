@@ -46,6 +46,18 @@ func (db *DB) Events(ctx context.Context, processID int64) ([]Event, error) {
 	return out, nil
 }
 
+// EventsPage returns up to limit events of a process after the event with
+// id after (0: from the first), oldest first: one page of the timeline.
+func (db *DB) EventsPage(ctx context.Context, processID, after int64, limit int) ([]Event, error) {
+	var out []Event
+	err := db.readGorm.WithContext(ctx).Raw(`SELECT id, event, occurred_at, data FROM import_process_events
+		WHERE process_id = ? AND id > ? ORDER BY id LIMIT ?`, processID, after, limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("process events page: %w", err)
+	}
+	return out, nil
+}
+
 // LatestEvent returns the newest event of a process (ok=false: none).
 func (db *DB) LatestEvent(ctx context.Context, processID int64) (Event, bool, error) {
 	var out []Event

@@ -60,9 +60,10 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 	}
 	ids := make([]int64, len(cands))
 	atts := make([]int64, len(cands))
+	lns := make([]int64, len(cands))
 	byID := make(map[int64]JobCandidate, len(cands))
 	for i, c := range cands {
-		ids[i], atts[i] = c.ProcessID, int64(c.Attempt)
+		ids[i], atts[i], lns[i] = c.ProcessID, int64(c.Attempt), c.Line
 		byID[c.ProcessID] = c
 	}
 	rows, err := tx.QueryContext(ctx, `
@@ -70,15 +71,19 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 			UPDATE import_processes p
 			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
 			       attempt = p.attempt + 1, dry_run = $3, operations_team_id = $4, modified_at = now()
-			  FROM unnest($1::bigint[], $2::bigint[]) AS u(id, attempt)
+			  FROM unnest($1::bigint[], $2::bigint[], $8::bigint[]) AS u(id, attempt, line)
+			  JOIN import_job_records r ON r.job_id = $5 AND r.line = u.line
+			 -- Only the version this line staged: a stage since (v1, v2,
+			 -- another job) would make the job create another payload.
 			 WHERE p.id = u.id AND p.attempt = u.attempt AND p.status = 'UNKNOWN' AND NOT p.skipped AND p.staged_version > 0
+			   AND p.staged_version = r.staged_version
 			RETURNING p.id, p.attempt, p.dry_run
 		), e AS (
 			INSERT INTO import_process_events (process_id, event, data)
 			SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'job', 'job_id', $5::bigint)
 			  FROM s, unnest(ARRAY[$6, $7]::text[]) WITH ORDINALITY AS ev(name, n) ORDER BY s.id, ev.n
 		)
-		SELECT id, attempt FROM s`, ids, atts, job.DryRun, job.TeamID, job.ID, dataimport.EventScheduled, dataimport.EventStarted)
+		SELECT id, attempt FROM s`, ids, atts, job.DryRun, job.TeamID, job.ID, dataimport.EventScheduled, dataimport.EventStarted, lns)
 	if err != nil {
 		return nil, fmt.Errorf("begin job attempts: %w", err)
 	}
@@ -116,16 +121,23 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 	}
 	for id, c := range byID {
 		var p processRow
-		err := tx.QueryRowContext(ctx, `SELECT status, skipped, platform_account_number, external_account_number FROM import_processes WHERE id = $1`, id).
-			Scan(&p.Status, &p.Skipped, &p.PlatformAccountNumber, &p.ExternalAccountNumber)
+		var lineVersion int
+		err := tx.QueryRowContext(ctx, `SELECT p.status, p.skipped, p.platform_account_number, p.external_account_number, p.staged_version,
+			coalesce(r.staged_version, 0) FROM import_processes p JOIN import_job_records r ON r.job_id = $2 AND r.line = $3 WHERE p.id = $1`, id, job.ID, c.Line).
+			Scan(&p.Status, &p.Skipped, &p.PlatformAccountNumber, &p.ExternalAccountNumber, &p.StagedVersion, &lineVersion)
 		if err != nil {
-			return nil, fmt.Errorf("begin job attempts: %w", err)
+			return nil, fmt.Errorf("begin job attempts: line %d: %w", c.Line, err)
 		}
 		dp := p.domain()
-		if dp.Status == dataimport.StatusUnknown && !dp.Skipped {
+		var e *dataimport.Error
+		switch {
+		case dp.Status == dataimport.StatusUnknown && !dp.Skipped && dp.StagedVersion != lineVersion:
+			e = dataimport.StagedVersionReplaced(lineVersion, dp.StagedVersion)
+		case dp.Status == dataimport.StatusUnknown && !dp.Skipped:
 			continue // the attempt moved on meanwhile: next round
+		default:
+			e, _ = dataimport.AsError(refusal(dp))
 		}
-		e, _ := dataimport.AsError(refusal(dp))
 		u := lineUpdate{line: c.Line, outcome: dataimport.OutcomeFailed, errJSON: errorJSON(e)}
 		if dp.Imported() {
 			u.outcome, u.platform = dataimport.OutcomeAlreadyImported, &dp.PlatformAccountNumber

@@ -61,7 +61,7 @@ try {
     const r = await fetch(CONSOLE + path, { redirect: "manual" });
     check(r.status === 303 && r.headers.get("location") === "/login", `without a session GET ${path} is sent to /login`);
   }
-  for (const path of ["/limit", `/suppliers/${SUPPLIER}/status`, `/suppliers/${SUPPLIER}/accounts/X/skip`, "/logout", "/password"]) {
+  for (const path of ["/limit", `/suppliers/${SUPPLIER}/status`, `/suppliers/${SUPPLIER}/accounts/skip`, "/logout", "/password"]) {
     const r = await fetch(CONSOLE + path, { method: "POST", redirect: "manual", body: new URLSearchParams({ limit: "1", status: "Paused" }) });
     check(r.status === 303 && r.headers.get("location") === "/login", `without a session POST ${path} is sent to /login`);
   }

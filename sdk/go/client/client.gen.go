@@ -902,7 +902,7 @@ type Account struct {
 	// Examples: 2025-06-01
 	DateOfSale *Date `json:"date_of_sale,omitempty"`
 
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -1147,7 +1147,7 @@ type Error struct {
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
-// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 //
 // Examples: EXT-0001
 type ExternalAccountNumber = string
@@ -1173,7 +1173,7 @@ type FeedEventData struct {
 	// Error Why the attempt failed (error and dry-run error events).
 	Error *LatestError `json:"error,omitempty"`
 
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -1364,12 +1364,14 @@ type JobCounters struct {
 	Cancelled       int `json:"cancelled"`
 	Created         int `json:"created"`
 	DuplicateLine   int `json:"duplicate_line"`
-	Failed          int `json:"failed"`
-	InProgress      int `json:"in_progress"`
-	Invalid         int `json:"invalid"`
-	Pending         int `json:"pending"`
-	Received        int `json:"received"`
-	Staged          int `json:"staged"`
+
+	// Failed Lines that could not be staged or created; each has a `code`, e.g. `staged_version_replaced` when the account was staged again (another request or job) after this line staged it, so the job did not create it.
+	Failed     int `json:"failed"`
+	InProgress int `json:"in_progress"`
+	Invalid    int `json:"invalid"`
+	Pending    int `json:"pending"`
+	Received   int `json:"received"`
+	Staged     int `json:"staged"`
 }
 
 // JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
@@ -1530,7 +1532,7 @@ type NoteResultStatus string
 
 // NotesRequest defines model for NotesRequest.
 type NotesRequest struct {
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -1544,7 +1546,7 @@ type NotesRequest struct {
 
 // PaymentInstructionRequest defines model for PaymentInstructionRequest.
 type PaymentInstructionRequest struct {
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -1667,7 +1669,7 @@ type StandingCharge struct {
 
 // StatementsRequest defines model for StatementsRequest.
 type StatementsRequest struct {
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -1841,7 +1843,7 @@ type TransactionImportError struct {
 
 // TransactionsRequest defines model for TransactionsRequest.
 type TransactionsRequest struct {
-	// ExternalAccountNumber The caller's identifier of the account; no control characters (it is part of the account's URLs).
+	// ExternalAccountNumber The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
 	//
 	// Examples: EXT-0001
 	ExternalAccountNumber ExternalAccountNumber `json:"external_account_number"`
@@ -2629,6 +2631,15 @@ type CancelAccountV2409JSONResponseBody1 struct {
 // CancelAccountV2409JSONResponseBody defines parameters for CancelAccountV2.
 type CancelAccountV2409JSONResponseBody struct {
 	union json.RawMessage
+}
+
+// AccountEventsV2Params defines parameters for AccountEventsV2.
+type AccountEventsV2Params struct {
+	// PageSize Events per page, 1 to 500 (default 500).
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Cursor Opaque: the `cursor` of the `Link` header of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PartnerNotificationParams defines parameters for PartnerNotification.
@@ -3696,10 +3707,10 @@ type ClientInterface interface {
 
 	// AccountEventsV2 The process's timeline
 	//
-	// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing).
+	// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing). Paged: at most `page_size` events (default and maximum 500) per answer; when there are more, the `Link` header (`rel="next"`) gives the next page's address, with its `cursor`.
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
-	AccountEventsV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AccountEventsV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, params *AccountEventsV2Params, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetIndex Where to start: links to the documentation and this document
@@ -4742,11 +4753,11 @@ func (c *Client) CancelAccountV2(ctx context.Context, importSupplier SupplierPat
 
 // AccountEventsV2 The process's timeline
 //
-// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing).
+// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing). Paged: at most `page_size` events (default and maximum 500) per answer; when there are more, the `Link` header (`rel="next"`) gives the next page's address, with its `cursor`.
 //
 // Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
-func (c *Client) AccountEventsV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAccountEventsV2Request(c.Server, importSupplier, externalAccountNumber)
+func (c *Client) AccountEventsV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, params *AccountEventsV2Params, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAccountEventsV2Request(c.Server, importSupplier, externalAccountNumber, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6840,7 +6851,7 @@ func NewCancelAccountV2Request(server string, importSupplier SupplierPath, exter
 }
 
 // NewAccountEventsV2Request constructs an http.Request for the AccountEventsV2 method
-func NewAccountEventsV2Request(server string, importSupplier SupplierPath, externalAccountNumber string) (*http.Request, error) {
+func NewAccountEventsV2Request(server string, importSupplier SupplierPath, externalAccountNumber string, params *AccountEventsV2Params) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6870,6 +6881,45 @@ func NewAccountEventsV2Request(server string, importSupplier SupplierPath, exter
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7474,12 +7524,12 @@ type ClientWithResponsesInterface interface {
 
 	// AccountEventsV2WithResponse The process's timeline
 	//
-	// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing).
+	// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing). Paged: at most `page_size` events (default and maximum 500) per answer; when there are more, the `Link` header (`rel="next"`) gives the next page's address, with its `cursor`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
-	AccountEventsV2WithResponse(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*AccountEventsV2Response, error)
+	AccountEventsV2WithResponse(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, params *AccountEventsV2Params, reqEditors ...RequestEditorFn) (*AccountEventsV2Response, error)
 }
 
 // GetIndexResponse200Headers the declared response headers of an HTTP 200 response for GetIndex
@@ -13801,6 +13851,7 @@ func (r CancelAccountV2Response) ContentType() string {
 
 // AccountEventsV2Response200Headers the declared response headers of an HTTP 200 response for AccountEventsV2
 type AccountEventsV2Response200Headers struct {
+	Link       *string
 	XRequestID string
 }
 
@@ -14823,13 +14874,13 @@ func (c *ClientWithResponses) CancelAccountV2WithResponse(ctx context.Context, i
 
 // AccountEventsV2WithResponse The process's timeline
 //
-// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing).
+// Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing). Paged: at most `page_size` events (default and maximum 500) per answer; when there are more, the `Link` header (`rel="next"`) gives the next page's address, with its `cursor`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/events/ (the `AccountEventsV2` operationId).
-func (c *ClientWithResponses) AccountEventsV2WithResponse(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*AccountEventsV2Response, error) {
-	rsp, err := c.AccountEventsV2(ctx, importSupplier, externalAccountNumber, reqEditors...)
+func (c *ClientWithResponses) AccountEventsV2WithResponse(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, params *AccountEventsV2Params, reqEditors ...RequestEditorFn) (*AccountEventsV2Response, error) {
+	rsp, err := c.AccountEventsV2(ctx, importSupplier, externalAccountNumber, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22176,6 +22227,13 @@ func ParseAccountEventsV2Response(rsp *http.Response) (*AccountEventsV2Response,
 	switch {
 	case rsp.StatusCode == 200:
 		var headers AccountEventsV2Response200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

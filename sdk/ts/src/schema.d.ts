@@ -390,7 +390,7 @@ export interface paths {
         };
         /**
          * The process's timeline
-         * @description Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing).
+         * @description Every transition, oldest first, written in the same transaction as the change it records. After creation, every post-import request (notes, transactions, historical statements, payment instruction) on the account joins the timeline: EVENT_POST_IMPORT_COMPLETED when accepted, written with the rows it adds (a rolled-back request leaves none), or EVENT_POST_IMPORT_ERRORED when refused once the account was found (a 404 records nothing). Paged: at most `page_size` events (default and maximum 500) per answer; when there are more, the `Link` header (`rel="next"`) gives the next page's address, with its `cursor`.
          */
         get: operations["accountEventsV2"];
         put?: never;
@@ -992,7 +992,7 @@ export interface components {
          */
         SupplierCode: string;
         /**
-         * @description The caller's identifier of the account; no control characters (it is part of the account's URLs).
+         * @description The caller's identifier of the account. It is a segment of the account's URLs, each built with percent-encoding (`ACC/7` is addressed as `ACC%2F7`), so any text is accepted except control characters and the dot segments `.` and `..`, which clients remove from URLs. Leading and trailing spaces are trimmed.
          * @example EXT-0001
          */
         ExternalAccountNumber: string;
@@ -1532,6 +1532,7 @@ export interface components {
             in_progress: number;
             created: number;
             already_imported: number;
+            /** @description Lines that could not be staged or created; each has a `code`, e.g. `staged_version_replaced` when the account was staged again (another request or job) after this line staged it, so the job did not create it. */
             failed: number;
             cancelled: number;
         };
@@ -1867,7 +1868,7 @@ export interface components {
         "Retry-After": number;
         /** @description Seconds to wait before retrying. */
         "Retry-After-Required": number;
-        /** @description With `page_size`, when there are more records: `<path?page_size=N&cursor=C>; rel="next"`. */
+        /** @description With `page_size` (the v2 timeline: always), when there are more records: `<path?page_size=N&cursor=C>; rel="next"`. */
         Link: string;
         /** @description `Token realm="data-import"` */
         "WWW-Authenticate": string;
@@ -3180,7 +3181,12 @@ export interface operations {
     };
     accountEventsV2: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Events per page, 1 to 500 (default 500). */
+                page_size?: number;
+                /** @description Opaque: the `cursor` of the `Link` header of the previous page. */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /**
@@ -3195,17 +3201,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The timeline. */
+            /** @description The timeline, oldest first (one page of it). */
             200: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["V2Event"][];
                 };
             };
-            /** @description A path segment that is not UTF-8 text, has control characters or is too long (`invalid_payload`). */
+            /** @description A path segment that is not UTF-8 text, has control characters or is too long, or a `page_size` or `cursor` that is not valid (`invalid_payload`). */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
