@@ -1,6 +1,7 @@
 // Package sdk_test checks the SDKs against the document the API serves and
-// runs the TypeScript SDK's example against a real stack (the Go SDK's own
-// tests are in sdk/go).
+// runs both against a real stack. The Go SDK is a module of its own
+// (sdk/go) that must not depend on this one, so its tests that need the
+// stack live here; its unit tests stay in sdk/go.
 package sdk_test
 
 import (
