@@ -1,15 +1,15 @@
 // Stages one account through whatever DATAIMPORT_URL points at (the SDK
 // test puts a front there that answers the first try 503 with Retry-After)
-// and prints how many retries the client made. Settings as e2e.ts.
+// and prints how many retries the client made. Settings as walkthrough.ts.
 import { readFileSync } from "node:fs";
-import { DataImportClient } from "../src/client";
+import { DataImportClient } from "@dataimport/sdk";
 
 async function main(): Promise<void> {
   let retries = 0;
   const api = new DataImportClient(process.env.DATAIMPORT_URL ?? "", process.env.DATAIMPORT_API_KEY ?? "", {
     onRetry: () => retries++,
   });
-  // Another account than e2e.ts's, which is imported by now.
+  // Another account than walkthrough.ts's.
   const account = JSON.parse(readFileSync(process.env.ACCOUNT_FILE ?? "", "utf8")) as { external_account_number: string };
   account.external_account_number = "EXT-RETRY-1";
   const staged = await api.stageAccount(account);
