@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
+	"github.com/gridshift/dataimport/pkg/testutil"
 	"github.com/gridshift/dataimport/pkg/webhook"
 )
 
@@ -109,7 +110,8 @@ func webhookDelivery(t *testing.T) (string, string) {
 // A partner's Go program outside the repository: its own go.mod requiring
 // the SDK module by its path and a version (no replace), fetched through a
 // module proxy, built, and run against a private stack: the README's
-// walk-through with typed calls, a bulk job end to end among it.
+// walk-through with typed calls, a bulk job end to end among it, every
+// exchange checked against the OpenAPI document.
 func TestGoSDKAsAPartnerModuleRunsTheWalkthrough(t *testing.T) {
 	root := repoRoot(t)
 	proxy, version := moduleProxy(t)
@@ -135,9 +137,10 @@ func TestGoSDKAsAPartnerModuleRunsTheWalkthrough(t *testing.T) {
 	run(t, app, goEnv, "go", "build", "-o", "walkthrough", ".")
 
 	st, key := newStack(t)
+	contract := testutil.ContractProxy(t, st.Server.URL) // every exchange checked against the document
 	delivery, secret := webhookDelivery(t)
 	got := run(t, app, []string{
-		"DATAIMPORT_URL=" + st.Server.URL,
+		"DATAIMPORT_URL=" + contract.URL,
 		"DATAIMPORT_API_KEY=" + key,
 		"ACCOUNT_FILE=" + filepath.Join(root, "pkg/dataimport/testdata/account_valid.json"),
 		"WEBHOOK_FILE=" + delivery, "WEBHOOK_SECRET=" + secret,
