@@ -17,15 +17,19 @@ import (
 
 const jobsPath = "/v1/data-import/jobs/"
 
-// An upload whose first try fails (503 from a front the API never sees) is
-// sent again whole from the start, under the same Idempotency-Key, for
-// every kind of body the SDK takes (seekable, a plain stream it spools)
-// and both encodings: the job gets every line once, and progress starts
-// again at 0 and ends at the body's size on the try that counts.
+// An upload whose first try is refused by a front the API never sees (503,
+// retried; or 401 token_expired, the token renewed) is sent again whole
+// from the start, under the same Idempotency-Key, for every kind of body
+// the SDK takes (seekable, a plain stream it spools) and both encodings:
+// the job gets every line once, and progress starts again at 0 and ends at
+// the body's size on the try that counts. (A gzip body once shared its
+// source between a try and the renewal's unused copy of it, which read
+// ahead: the API got a corrupt body.)
 func TestGoSDKUploadJobRetriesTheWholeBody(t *testing.T) {
 	st, key := newStack(t)
 	var mu sync.Mutex
 	var keys []string
+	refusal := http.StatusServiceUnavailable
 	f := newFront(t, st.Server.URL, func(w http.ResponseWriter, r *http.Request, try int) bool {
 		if r.Method != http.MethodPost || r.URL.Path != jobsPath {
 			return false
@@ -35,9 +39,17 @@ func TestGoSDKUploadJobRetriesTheWholeBody(t *testing.T) {
 		mu.Unlock()
 		if try%2 == 1 { // the first try of each upload
 			_, _ = io.Copy(io.Discard, r.Body)
+			mu.Lock()
+			status := refusal
+			mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
+			if status == http.StatusUnauthorized {
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, `{"detail":"The access token has expired; obtain a new one.","code":"token_expired"}`)
+				return true
+			}
 			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusServiceUnavailable)
+			w.WriteHeader(status)
 			_, _ = io.WriteString(w, `{"detail":"Try again.","code":"service_unavailable"}`)
 			return true
 		}
@@ -49,17 +61,25 @@ func TestGoSDKUploadJobRetriesTheWholeBody(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	for i, tc := range []struct {
-		name string
-		body func([]byte) io.Reader
-		gzip bool
-	}{
-		{"seekable", func(b []byte) io.Reader { return bytes.NewReader(b) }, false},
-		{"seekable gzip", func(b []byte) io.Reader { return bytes.NewReader(b) }, true},
-		{"stream", func(b []byte) io.Reader { return io.MultiReader(bytes.NewReader(b)) }, false},
-		{"stream gzip", func(b []byte) io.Reader { return io.MultiReader(bytes.NewReader(b)) }, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	type bodyCase struct {
+		name   string
+		body   func([]byte) io.Reader
+		gzip   bool
+		status int
+	}
+	var cases []bodyCase
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusUnauthorized} {
+		for _, gz := range []bool{false, true} {
+			cases = append(cases,
+				bodyCase{"seekable", func(b []byte) io.Reader { return bytes.NewReader(b) }, gz, status},
+				bodyCase{"stream", func(b []byte) io.Reader { return io.MultiReader(bytes.NewReader(b)) }, gz, status})
+		}
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%s gzip=%t %d", tc.name, tc.gzip, tc.status), func(t *testing.T) {
+			mu.Lock()
+			refusal = tc.status
+			mu.Unlock()
 			var ndjson bytes.Buffer
 			for n := range 3 {
 				var a map[string]any

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,26 +74,16 @@ func (c *Client) UploadJob(ctx context.Context, supplier, team string, body io.R
 	if opts.IdempotencyKey != "" {
 		params.IdempotencyKey = &opts.IdempotencyKey
 	}
-	// Each try reads the body from its start: the retrying layer calls
-	// GetBody for every try, so nothing is buffered.
+	// Each try reads the body from its start through a reader of its own
+	// (the retrying layer calls GetBody for every try, so nothing is
+	// buffered, and a try that failed cannot disturb the next); gzip starts
+	// on the first read, so a body opened and never sent costs nothing.
 	getBody := func() (io.ReadCloser, error) {
-		if _, err := src.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
-		var r io.Reader = &progressReader{r: src, total: size, on: opts.OnProgress}
+		var r io.Reader = &progressReader{r: io.NewSectionReader(src, 0, size), total: size, on: opts.OnProgress}
 		if !opts.Gzip {
 			return io.NopCloser(r), nil
 		}
-		pr, pw := io.Pipe()
-		go func() {
-			zw := gzip.NewWriter(pw)
-			_, err := io.Copy(zw, r)
-			if err == nil {
-				err = zw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		return pr, nil
+		return &lazyGzip{src: r}, nil
 	}
 	stream := func(_ context.Context, req *http.Request) error {
 		req.Body, req.GetBody = http.NoBody, getBody
@@ -117,16 +108,19 @@ func (c *Client) UploadJob(ctx context.Context, supplier, team string, body io.R
 	return resp.JSON202, nil
 }
 
-// replayable gives a seekable source for body and its size (-1 when
-// unknown), spooling a reader that cannot seek to a temporary file.
-func replayable(body io.Reader) (io.ReadSeeker, int64, func(), error) {
-	if rs, ok := body.(io.ReadSeeker); ok {
-		start, err := rs.Seek(0, io.SeekCurrent)
+// replayable gives a source each try can read from its start on its own,
+// and its size: body itself when it reads at offsets (an *os.File, a
+// *bytes.Reader), else a temporary file it is copied to.
+func replayable(body io.Reader) (io.ReaderAt, int64, func(), error) {
+	if ra, ok := body.(interface {
+		io.ReaderAt
+		io.Seeker
+	}); ok {
+		start, err := ra.Seek(0, io.SeekCurrent)
 		if err == nil {
-			end, err := rs.Seek(0, io.SeekEnd)
+			end, err := ra.Seek(0, io.SeekEnd)
 			if err == nil {
-				sr := io.NewSectionReader(readerAt{rs}, start, end-start)
-				return sr, end - start, func() {}, nil
+				return io.NewSectionReader(ra, start, end-start), end - start, func() {}, nil
 			}
 		}
 	}
@@ -143,14 +137,41 @@ func replayable(body io.Reader) (io.ReadSeeker, int64, func(), error) {
 	return f, n, cleanup, nil
 }
 
-// readerAt reads a ReadSeeker at an offset (one try at a time reads it).
-type readerAt struct{ rs io.ReadSeeker }
+// lazyGzip compresses src as it is read, through a pipe whose writer
+// starts on the first Read; Close stops it.
+type lazyGzip struct {
+	src  io.Reader
+	once sync.Once
+	pr   *io.PipeReader
+}
 
-func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
-	if _, err := r.rs.Seek(off, io.SeekStart); err != nil {
-		return 0, err
+func (z *lazyGzip) start() {
+	pr, pw := io.Pipe()
+	z.pr = pr
+	go func() {
+		zw := gzip.NewWriter(pw)
+		_, err := io.Copy(zw, z.src)
+		if err == nil {
+			err = zw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+}
+
+func (z *lazyGzip) Read(p []byte) (int, error) {
+	z.once.Do(z.start)
+	if z.pr == nil { // closed before any read
+		return 0, io.ErrClosedPipe
 	}
-	return io.ReadFull(r.rs, p)
+	return z.pr.Read(p)
+}
+
+func (z *lazyGzip) Close() error {
+	z.once.Do(func() {}) // never started: nothing to stop
+	if z.pr != nil {
+		return z.pr.Close()
+	}
+	return nil
 }
 
 type progressReader struct {
