@@ -185,11 +185,26 @@ func TestSDKsGenerateFromTheServedDocumentAndTheTypeScriptExampleRuns(t *testing
 
 	// Retries: the first try of the POST is answered 503 with Retry-After
 	// by a front the API never sees; the client waits and sends the same
-	// Idempotency-Key again.
+	// Idempotency-Key again. Then a gzipped job upload whose first try is
+	// refused 401 token_expired: the token is renewed and the body sent
+	// again whole, under the same key.
 	var mu sync.Mutex
-	var keys []string
+	var keys, jobKeys []string
 	var times []time.Time
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/data-import/jobs/" {
+			mu.Lock()
+			jobKeys = append(jobKeys, r.Header.Get("Idempotency-Key"))
+			first := len(jobKeys) == 1
+			mu.Unlock()
+			if first {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"detail":"The access token has expired; obtain a new one.","code":"token_expired"}`))
+				return
+			}
+		}
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/data-import/account-import-process/create-or-update/" {
 			mu.Lock()
 			keys, times = append(keys, r.Header.Get("Idempotency-Key")), append(times, time.Now())
@@ -218,5 +233,9 @@ func TestSDKsGenerateFromTheServedDocumentAndTheTypeScriptExampleRuns(t *testing
 	}
 	if wait := times[1].Sub(times[0]); wait < time.Second {
 		t.Fatalf("retried after %s; Retry-After said 1s", wait)
+	}
+	if !strings.Contains(got, `"job_created":2`) || !strings.Contains(got, `"progress_restarts":1`) ||
+		len(jobKeys) != 2 || jobKeys[0] == "" || jobKeys[0] != jobKeys[1] {
+		t.Fatalf("job upload: tries carried keys %q; client said %s", jobKeys, got)
 	}
 }
