@@ -34,7 +34,7 @@ type InFlight interface {
 
 // Sender sends one signed attempt.
 type Sender interface {
-	Send(ctx context.Context, url, secret, msgID string, body []byte) webhook.Outcome
+	Send(ctx context.Context, url string, secrets []string, msgID string, body []byte) webhook.Outcome
 }
 
 // WebhookHandler runs one delivery attempt.
@@ -78,7 +78,7 @@ func (h *WebhookHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil || claim == nil {
 		return err // nil claim: stale task, nothing to send
 	}
-	o := h.Sender.Send(ctx, claim.URL, claim.Secret, claim.MsgID, claim.Body)
+	o := h.Sender.Send(ctx, claim.URL, []string{claim.Secret, claim.PreviousSecret}, claim.MsgID, claim.Body)
 	release()
 	r := postgres.WebhookResult{Status: o.Status, Latency: o.Latency, Error: o.ErrorText(), Excerpt: o.Excerpt,
 		Delivered: o.Delivered(), Gone: o.Gone()}

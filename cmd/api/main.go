@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -16,6 +17,19 @@ import (
 func main() { app.Main("api", run) }
 
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	// Every listener is bound before any work starts: a replica that cannot
+	// bind one exits non-zero instead of running on without it.
+	ln, err := app.Listen("HTTP_ADDR", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	var consoleLn net.Listener
+	if cfg.ConsoleAddr != "" {
+		if consoleLn, err = app.Listen("CONSOLE_ADDR", cfg.ConsoleAddr); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
 	api, err := app.NewAPI(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -25,14 +39,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: api.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	srv.RegisterOnShutdown(api.Drain) // feed long-polls answer at once instead of holding the drain
 	errc := make(chan error, 2)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info("api listening", "addr", cfg.HTTPAddr)
 	var consoleSrv *http.Server
 	if api.Console != nil {
 		// The operator console has its own listener, never the partner port.
 		consoleSrv = &http.Server{Addr: cfg.ConsoleAddr, Handler: api.Console, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		go func() {
-			if err := consoleSrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := consoleSrv.Serve(consoleLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("console %s: %w", cfg.ConsoleAddr, err)
 			}
 		}()

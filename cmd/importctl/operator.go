@@ -46,7 +46,7 @@ func (a *app) operatorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := db.SetOperatorPassword(cmd.Context(), args[0], hash, true); err != nil {
+			if err := db.SetOperatorPassword(cmd.Context(), args[0], hash, true, nil); err != nil {
 				return err
 			}
 			return a.print(map[string]any{"operator": args[0], "one_time_password": pw},

@@ -146,9 +146,10 @@ func (a *app) webhookEnableCmd(enable bool) *cobra.Command {
 }
 
 func (a *app) webhookRotateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rotate-secret ID",
-		Short: "Replace an endpoint's signing secret; prints the new one. Attempts from now on are signed with it",
+	var overlap time.Duration
+	c := &cobra.Command{
+		Use:   "rotate-secret ID [--overlap 24h]",
+		Short: "Replace an endpoint's signing secret; prints the new one. Attempts are signed with both until the overlap ends (0: the old one stops now)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := endpointID(args[0])
@@ -163,12 +164,14 @@ func (a *app) webhookRotateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := db.RotateWebhookSecret(cmd.Context(), id, secret); err != nil {
+			if err := db.RotateWebhookSecret(cmd.Context(), id, secret, overlap); err != nil {
 				return err
 			}
 			return a.print(map[string]any{"id": id, "secret": secret}, fmt.Sprintf("webhook endpoint %d: new secret %s", id, secret))
 		},
 	}
+	c.Flags().DurationVar(&overlap, "overlap", webhook.RotationOverlap, "how long the old secret still signs beside the new one")
+	return c
 }
 
 func (a *app) webhookReplayCmd() *cobra.Command {

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,6 +21,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := priority.Lower(cfg.BatchNice); err != nil {
 		log.Warn("worker priority not lowered", "err", err.Error())
 	}
+	// Bound before any work starts: without its probe port a replica is
+	// invisible to /readyz and /metrics, so it must not run at all.
+	probeLn, err := app.Listen("WORKER_HTTP_ADDR", cfg.WorkerHTTPAddr)
+	if err != nil {
+		return err
+	}
 	w, err := app.NewWorker(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -28,14 +35,20 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	probes := &http.Server{Addr: cfg.WorkerHTTPAddr, Handler: w.Probes, ReadHeaderTimeout: 5 * time.Second}
+	probeErr := make(chan error, 1)
 	go func() {
-		if err := probes.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("probe server", "err", err.Error())
+		if err := probes.Serve(probeLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			probeErr <- fmt.Errorf("probe server %s: %w", cfg.WorkerHTTPAddr, err)
 		}
 	}()
 	log.Info("worker running", "concurrency", cfg.WorkerConcurrency, "probes", cfg.WorkerHTTPAddr)
 
-	<-ctx.Done()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-probeErr:
+		log.Error("worker stopping: its probe server failed", "err", failed.Error())
+	}
 	// SIGTERM: stop taking tasks, finish the running ones (up to
 	// SHUTDOWN_TIMEOUT); unfinished ones go back to the queue.
 	log.Info("worker draining")
@@ -43,6 +56,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = probes.Shutdown(sctx)
+	if failed != nil {
+		return failed
+	}
 	log.Info("worker stopped cleanly")
 	return nil
 }

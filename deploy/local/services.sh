@@ -5,13 +5,28 @@
 #   deploy/local/services.sh down   -> stops the private instances this script started
 #
 # It uses DATABASE_URL / REDIS_URL when they answer. Otherwise it starts
-# private instances under $DATA_DIR (default .data/ in the repo) on their own
-# ports, installing Debian's packages first when the binaries are missing.
+# private instances under $DATA_DIR (default .data/ in the repo, or
+# /var/tmp/dataimport-<hash of the repo path> when the postgres user cannot
+# reach the repo) on their own ports, installing Debian's packages first when
+# the binaries are missing.
 # Diagnostics go to stderr so that stdout can be eval'ed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-DATA_DIR=${DATA_DIR:-$ROOT/.data}
+
+# default_data_dir: .data/ in the repo, unless the servers run as another
+# user (postgres, when this runs as root) who cannot traverse the repo's
+# path (a clone in /root, or in a `mktemp -d` folder, mode 700): pg_ctl
+# could not reach its data there. Then a folder of that user's, named after
+# the repo path so that clones do not share one.
+default_data_dir() {
+  if [ "$(id -u)" -ne 0 ] || runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+    echo "$ROOT/.data"
+    return
+  fi
+  echo "/var/tmp/dataimport-$(printf '%s' "$ROOT" | sha256sum | cut -c1-16)"
+}
+DATA_DIR=${DATA_DIR:-$(default_data_dir)}
 PG_PORT=${PRIVATE_PG_PORT:-55432}
 REDIS_PORT=${PRIVATE_REDIS_PORT:-56379}
 DEFAULT_DB_URL="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -44,8 +59,11 @@ pg_answers() { command -v psql >/dev/null 2>&1 && PGCONNECT_TIMEOUT=5 psql "$1" 
 redis_answers() { command -v redis-cli >/dev/null 2>&1 && [ "$(timeout 5 redis-cli -u "$1" ping 2>/dev/null)" = "PONG" ]; }
 
 # as_pg runs a Postgres server binary; the server refuses to run as root.
+# From /, when the working directory is out of the postgres user's reach
+# (the paths it is given are absolute).
 as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" -ne 0 ]; then "$@"; return; fi
+  if runuser -u postgres -- test -x "$PWD" 2>/dev/null; then runuser -u postgres -- "$@"; else (cd / && runuser -u postgres -- "$@"); fi
 }
 
 ensure_postgres() {
@@ -62,7 +80,15 @@ ensure_postgres() {
   local initdb pgctl
   initdb=$(pg_bin initdb); pgctl=$(pg_bin pg_ctl)
   mkdir -p "$DATA_DIR"
-  if [ "$(id -u)" -eq 0 ]; then chown postgres "$DATA_DIR"; chmod 755 "$DATA_DIR"; fi
+  if [ "$(id -u)" -eq 0 ]; then
+    chown postgres "$DATA_DIR"
+    # In the repo, others may read the logs; outside it, the folder is the
+    # postgres user's alone (root, running Redis, passes anyway).
+    case "$DATA_DIR" in "$ROOT"/*) chmod 755 "$DATA_DIR" ;; *) chmod 700 "$DATA_DIR" ;; esac
+  fi
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -w "$DATA_DIR"; then
+    log "the postgres user cannot write $DATA_DIR (set DATA_DIR to a folder it can reach)"; exit 1
+  fi
   if [ ! -f "$DATA_DIR/pg/PG_VERSION" ]; then
     log "initialising private Postgres in $DATA_DIR/pg"
     as_pg "$initdb" -D "$DATA_DIR/pg" -U postgres --auth=trust -E UTF8 >/dev/null

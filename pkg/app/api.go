@@ -22,6 +22,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/redis"
+	"github.com/gridshift/dataimport/pkg/webhook"
 )
 
 // API is the assembled HTTP service and the connections it owns.
@@ -97,6 +98,10 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Documents:   docs,
 		Idempotency: db,
 		Jobs:        db,
+
+		Webhooks:      db,
+		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		WebhookSender: webhook.NewSender(webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout),
 	})
 	if cfg.ConsoleAddr != "" {
 		if err := a.buildConsole(ctx, cfg, c, rdb, log); err != nil {
@@ -115,7 +120,7 @@ func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb 
 	}
 	a.inspect = asynq.NewInspector(c.redisOpt)
 	a.Console, err = console.New(console.Config{CookieSecure: cfg.ConsoleCookieSecure, SessionTTL: cfg.ConsoleSessionTTL, CSRFKey: key,
-		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL},
+		OverviewCacheTTL: cfg.ConsoleOverviewCacheTTL, TrustedProxies: cfg.TrustedProxies},
 		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
 			Logger: log.With("component", "console"), Webhooks: console.StoreWebhooks(a.DB),
 			BulkJobs: a.consoleBulkJobs,

@@ -63,8 +63,9 @@ func Main(process string, run func(ctx context.Context, cfg config.Config, log *
 	log := logging.New(os.Stdout, cfg.LogLevel).With("process", process)
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	ServePprof(cfg.PprofAddr, log)
-	err = run(ctx, cfg, log)
+	if err = ServePprof(cfg.PprofAddr, log); err == nil {
+		err = run(ctx, cfg, log)
+	}
 	stop()
 	if err != nil {
 		log.Error(process+" stopped", "err", err.Error())

@@ -30,7 +30,7 @@ func TestOpenAPIContract(t *testing.T) {
 	if c.Doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi %q, want 3.1.0", c.Doc.OpenAPI)
 	}
-	s := newPayStack(t)
+	s := newPayStack(t, hookWorker(true))
 	const ext = "EXT-C1"
 	want := func(r testutil.Response, status int) testutil.Response {
 		t.Helper()
@@ -115,6 +115,18 @@ func TestOpenAPIContract(t *testing.T) {
 	get(jobURL+"results/?format=csv", http.StatusOK)
 	post(jobURL+"cancel/", nil, http.StatusOK)
 	get("/v1/data-import/jobs/999999/", http.StatusNotFound)
+
+	// Partner webhooks: register a local receiver, read, change, rotate, test.
+	rcv := newHookReceiver(t)
+	hook := post("/v1/data-import/webhooks/", map[string]any{"url": rcv.URL, "event_types": []string{"import_process.complete-v1"}}, http.StatusCreated)
+	hookURL := fmt.Sprintf("/v1/data-import/webhooks/%d/", int64(hook.JSON()["id"].(float64)))
+	get("/v1/data-import/webhooks/", http.StatusOK)
+	get(hookURL, http.StatusOK)
+	want(s.As(s.token, http.MethodPatch, hookURL, map[string]any{"description": "contract"}), http.StatusOK)
+	post(hookURL+"rotate-secret/", nil, http.StatusOK)
+	post(hookURL+"test/", nil, http.StatusOK)
+	get(hookURL+"attempts/", http.StatusOK)
+	post("/v1/data-import/webhooks/", map[string]any{"url": "ftp://example.com/"}, http.StatusBadRequest)
 
 	// Probes, metrics, the document and its page: no credentials needed.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"} {

@@ -22,11 +22,11 @@ type payStack struct {
 	proxy *testutil.FaultProxy
 }
 
-func newPayStack(t *testing.T) *payStack {
+func newPayStack(t *testing.T, opts ...testutil.StackOption) *payStack {
 	t.Helper()
 	mock := testutil.NewStripeMock(t)
 	proxy := testutil.NewFaultProxy(t, mock.URL)
-	p := newPipeline(t, testutil.WithStripe(proxy.URL))
+	p := newPipeline(t, append([]testutil.StackOption{testutil.WithStripe(proxy.URL)}, opts...)...)
 	p.StartWorker()
 	return &payStack{pipeline: p, proxy: proxy}
 }

@@ -9,10 +9,15 @@ import (
 )
 
 // ServePprof exposes the Go profiler on its own listener when addr is set
-// (PPROF_ADDR), never on the public API port.
-func ServePprof(addr string, log *slog.Logger) {
+// (PPROF_ADDR), never on the public API port. The port is bound before it
+// returns: an error means it could not be.
+func ServePprof(addr string, log *slog.Logger) error {
 	if addr == "" {
-		return
+		return nil
+	}
+	ln, err := Listen("PPROF_ADDR", addr)
+	if err != nil {
+		return err
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -23,8 +28,9 @@ func ServePprof(addr string, log *slog.Logger) {
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		log.Info("pprof listening", "addr", addr)
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("pprof server", "err", err.Error())
 		}
 	}()
+	return nil
 }

@@ -11,11 +11,13 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -52,6 +54,9 @@ type Config struct {
 	// OverviewCacheTTL: the overview's aggregates are computed at most once
 	// per this interval per process, however many operators watch it.
 	OverviewCacheTTL time.Duration
+	// TrustedProxies (TRUSTED_PROXIES, addresses or CIDR ranges) are the
+	// peers whose X-Forwarded-For names the client; no other peer's is read.
+	TrustedProxies []string
 }
 
 // Deps are the console's collaborators.
@@ -131,6 +136,7 @@ type Console struct {
 	deps     Deps
 	pages    map[string]*template.Template
 	overview overviewCache
+	proxies  []netip.Prefix // TRUSTED_PROXIES
 }
 
 // csrfField is the form field carrying the CSRF token.
@@ -152,6 +158,9 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	}
 	c := &Console{cfg: cfg, deps: deps}
 	var err error
+	if c.proxies, err = parseProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -210,7 +219,7 @@ func (c *Console) accessLog(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		c.deps.Logger.InfoContext(r.Context(), "console request", "method", r.Method, "path", r.URL.Path,
-			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000, "client_ip", clientIP(r))
+			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000, "client_ip", c.clientIP(r))
 	})
 }
 
@@ -251,12 +260,68 @@ func (c *Console) csrfFailed(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "Forbidden: the form's security token is missing or stale. Reload the page and try again.", http.StatusForbidden)
 }
 
-// clientIP is the peer address: the console is an internal listener, no
-// proxy headers are believed.
-func clientIP(r *http.Request) string {
+// clientIP is the client's address: the peer's, or, when the peer is one of
+// the trusted proxies (TRUSTED_PROXIES), the last address in
+// X-Forwarded-For that is not a trusted proxy itself (gin's rule, as the
+// API uses). A header from any other peer is ignored: anyone can send one.
+func (c *Console) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if !c.trusted(host) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if _, err := netip.ParseAddr(hop); err != nil {
+			break // a malformed hop: believe nothing before it
+		}
+		if !c.trusted(hop) {
+			return hop
+		}
 	}
 	return host
+}
+
+// trusted reports whether ip is one of the trusted proxies.
+func (c *Console) trusted(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range c.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseProxies reads TRUSTED_PROXIES: addresses or CIDR ranges.
+func parseProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if strings.Contains(s, "/") {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("console: TRUSTED_PROXIES: %w", err)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("console: TRUSTED_PROXIES: %w", err)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

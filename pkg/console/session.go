@@ -10,6 +10,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // sessionCookie holds the session token; only its SHA-256 is stored.
@@ -59,6 +60,15 @@ func (c *Console) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// sessionHash is the token hash of the request's session (nil: none).
+func (c *Console) sessionHash(r *http.Request) []byte {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	return auth.HashSessionToken(ck.Value)
+}
+
 func (c *Console) sessionOperator(r *http.Request) (postgres.Operator, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" || len(ck.Value) > 128 {
@@ -82,22 +92,24 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", map[string]any{})
 }
 
-// login checks name and password under the same per-client throttle as
-// obtainToken: 10 failures a minute from one address, then refused.
+// login checks name and password under a throttle keyed per client and
+// login name: 10 failures a minute, then refused. Keyed on the client
+// alone, one attacker behind a shared proxy address locked every operator
+// out; the client is the address the trusted proxies name (clientIP).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	client := "console:" + clientIP(r)
+	name, password := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("password")
+	client := "console:" + c.clientIP(r) + ":" + strings.ToLower(storable.Text(name, 200))
 	if c.deps.Throttle != nil {
 		blocked, wait, err := c.deps.Throttle.Blocked(ctx, client)
 		if err != nil {
 			c.deps.Logger.WarnContext(ctx, "console login throttle unavailable", "err", err.Error())
 		} else if blocked {
 			w.Header().Set("Retry-After", itoa(int(math.Ceil(wait.Seconds()))))
-			c.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Error": "Too many failed logins from your address. Try again in a minute."})
+			c.render(w, r, http.StatusTooManyRequests, "login", map[string]any{"Error": "Too many failed logins for this name from your address. Try again in a minute."})
 			return
 		}
 	}
-	name, password := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("password")
 	op, err := c.deps.Store.OperatorByName(ctx, name)
 	if err != nil && !errors.Is(err, postgres.ErrOperatorNotFound) {
 		c.fail(w, r, err)
@@ -160,7 +172,8 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // changePassword sets the operator's own password; the one-time password
-// importctl printed works only until then.
+// importctl printed works only until then, and every other session of the
+// operator ends (this one goes on).
 func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) {
 	op, _ := operatorFrom(r.Context())
 	current, next, again := r.PostFormValue("current"), r.PostFormValue("new"), r.PostFormValue("again")
@@ -177,7 +190,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request) {
 		hash, err := auth.HashOperatorPassword(next)
 		if err != nil {
 			data["Error"] = err.Error()
-		} else if err := c.deps.Store.SetOperatorPassword(r.Context(), op.Name, hash, false); err != nil {
+		} else if err := c.deps.Store.SetOperatorPassword(r.Context(), op.Name, hash, false, c.sessionHash(r)); err != nil {
 			c.fail(w, r, err)
 			return
 		} else {

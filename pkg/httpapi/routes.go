@@ -25,6 +25,13 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.POST("/products/create-or-update/", s.requireScope(dataimport.ScopeProducts), s.upsertProducts)
 	g.GET("/products/", s.listProducts)
 	g.GET("/products/:code/", s.product)
+	g.POST("/webhooks/", s.createWebhook)
+	g.GET("/webhooks/", s.listWebhooks)
+	g.GET("/webhooks/:id/", s.showWebhook)
+	g.PATCH("/webhooks/:id/", s.patchWebhook)
+	g.POST("/webhooks/:id/rotate-secret/", s.rotateWebhookSecret)
+	g.POST("/webhooks/:id/test/", s.testWebhook)
+	g.GET("/webhooks/:id/attempts/", s.webhookAttempts)
 }
 
 // routesV2 lists the asynchronous (v2) endpoints (v2.go).

@@ -18,6 +18,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/webhook"
 )
 
 // Store is what the handlers need from the database.
@@ -90,6 +91,10 @@ type Deps struct {
 	Idempotency IdempotencyStore // nil: Idempotency-Key is ignored
 
 	Jobs JobStore // the bulk job endpoints' store (jobs.go)
+
+	Webhooks      WebhookStore  // partner webhook endpoints (webhooks.go)
+	WebhookGuard  webhook.Guard // checks a target URL at registration
+	WebhookSender WebhookSender // sends a test event; nil: tests answer 500
 }
 
 // maxGraphQLBodyBytes bounds a GraphQL request. The query itself is

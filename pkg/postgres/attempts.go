@@ -13,6 +13,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/queue"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // Attempt outcomes recorded in import_attempts.
@@ -77,6 +78,7 @@ func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, o
 		c.Domain = dataimport.DomainProcessing
 		e = &c
 	}
+	e = storableError(e)
 	var errJSON []byte
 	if e != nil {
 		var err error
@@ -289,4 +291,28 @@ func pgIDs(ids []int64) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// errorTextMax bounds each text of an attempt's error as stored.
+const errorTextMax = 4000
+
+// storableError is e with its texts cleaned by pkg/storable: an attempt's
+// error may quote a vendor's or the platform's answer, and Postgres refuses
+// a \u0000 in jsonb (the attempt would end unrecorded).
+func storableError(e *dataimport.Error) *dataimport.Error {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Code = storable.Text(c.Code, errorTextMax)
+	c.Detail = storable.Text(c.Detail, errorTextMax)
+	c.Domain = storable.Text(c.Domain, errorTextMax)
+	if len(e.Errors) > 0 {
+		c.Errors = make([]dataimport.FieldError, len(e.Errors))
+		for i, f := range e.Errors {
+			c.Errors[i] = dataimport.FieldError{Detail: storable.Text(f.Detail, errorTextMax),
+				Code: storable.Text(f.Code, errorTextMax), Attr: storable.Text(f.Attr, errorTextMax)}
+		}
+	}
+	return &c
 }

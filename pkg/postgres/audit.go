@@ -58,6 +58,7 @@ const (
 	AuditWebhookDisable    = "webhook.disable" // also a 410 from the receiver (actor system, disableGoneWebhook)
 	AuditWebhookRotate     = "webhook.rotate_secret"
 	AuditWebhookReplay     = "webhook.replay"
+	AuditWebhookUpdate     = "webhook.update"  // a partner changed its endpoint (url, types, enabled, description)
 	AuditSupplierUpdate    = "supplier.update" // --require-products, --market
 	AuditProductsUpsert    = "products.upsert" // importctl products load, or a key with the products scope
 	auditMaxActorRunes     = 200

@@ -232,7 +232,7 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	}
 	ic := &r.instructions
 	for _, pi := range in.Instructions {
-		d := pi.Details
+		d := storableDetails(pi.Details)
 		ic.num = append(ic.num, num)
 		ic.vendor = append(ic.vendor, pi.Vendor)
 		ic.reference = append(ic.reference, pi.Reference)

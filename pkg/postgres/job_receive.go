@@ -223,7 +223,7 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 			outcome := dataimport.OutcomePending
 			if l.Err != nil {
 				outcome = dataimport.OutcomeInvalid
-				b, err := json.Marshal(l.Err)
+				b, err := json.Marshal(storableError(l.Err))
 				if err != nil {
 					return fmt.Errorf("encode line error: %w", err)
 				}
@@ -280,7 +280,7 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 // FailJob ends a job whose upload was refused as a whole (too large, not
 // readable): the lines received so far are deleted with it, so none is kept.
 func (db *DB) FailJob(ctx context.Context, jobID int64, e *dataimport.Error) error {
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(storableError(e))
 	if err != nil {
 		return fmt.Errorf("encode job error: %w", err)
 	}

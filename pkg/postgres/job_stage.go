@@ -88,7 +88,7 @@ func applyLineUpdates(ctx context.Context, tx *sql.Tx, jobID int64, ups []lineUp
 }
 
 func errorJSON(e *dataimport.Error) *string {
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(storableError(e))
 	if err != nil {
 		return nil
 	}

@@ -51,8 +51,11 @@ func (db *DB) CreateOperator(ctx context.Context, name, passwordHash string) err
 
 // SetOperatorPassword replaces an operator's password. mustChange says
 // whether it is a one-time password (an operator reset) or the operator's
-// own choice. Every session of the operator ends with a reset.
-func (db *DB) SetOperatorPassword(ctx context.Context, name, passwordHash string, mustChange bool) error {
+// own choice. Every session of the operator ends with any change, except
+// keepSession (the token hash of the session that made the change; nil for
+// none): a session opened with a one-time password, perhaps by whoever else
+// saw it, must not gain full access when the operator picks their own.
+func (db *DB) SetOperatorPassword(ctx context.Context, name, passwordHash string, mustChange bool, keepSession []byte) error {
 	action := AuditOperatorPassword
 	err := db.audited(ctx, action, func(tx *gorm.DB) (string, any, any, error) {
 		var ids []int64
@@ -63,10 +66,10 @@ func (db *DB) SetOperatorPassword(ctx context.Context, name, passwordHash string
 		if len(ids) == 0 {
 			return "", nil, nil, ErrOperatorNotFound
 		}
-		if mustChange {
-			if err := tx.Exec(`DELETE FROM operator_sessions WHERE operator_id = ?`, ids[0]).Error; err != nil {
-				return "", nil, nil, err
-			}
+		// hex, as elsewhere: gorm would expand a []byte into a list.
+		if err := tx.Exec(`DELETE FROM operator_sessions WHERE operator_id = ? AND token_hash IS DISTINCT FROM decode(NULLIF(?, ''), 'hex')`,
+			ids[0], hex.EncodeToString(keepSession)).Error; err != nil {
+			return "", nil, nil, err
 		}
 		// The hash is never logged; only that it changed and how.
 		return "operator:" + name, nil, map[string]any{"must_change_password": mustChange}, nil

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 type paymentRow struct {
@@ -79,7 +80,7 @@ func (db *DB) ActivePaymentInstruction(ctx context.Context, accountID int64) (da
 // index decide every race: the insert does nothing on either conflict, and
 // the row that won is read back to say which case this is.
 func (db *DB) AddPaymentInstruction(ctx context.Context, pi dataimport.PaymentInstruction) (dataimport.PaymentInstruction, bool, error) {
-	d := pi.Details
+	d := storableDetails(pi.Details)
 	var out, conflict dataimport.PaymentInstruction // conflict: the row a refusal is about
 	created := false
 	err := db.postImport(ctx, pi.AccountID, RequestPaymentInstruction, func(tx *gorm.DB, _ lockedAccount) (map[string]any, error) {
@@ -140,4 +141,16 @@ func (db *DB) AddPaymentInstruction(ctx context.Context, pi dataimport.PaymentIn
 // that added count instructions (0: it was already the active one).
 func PaymentEventData(pi dataimport.PaymentInstruction, count int) map[string]any {
 	return map[string]any{"count": count, "vendor": pi.Vendor, "reference": pi.Reference, "type": pi.Type}
+}
+
+// vendorTextMax bounds each vendor-given text of an instruction.
+const vendorTextMax = 200
+
+// storableDetails is d with the vendor's texts cleaned by pkg/storable: they
+// are the payment vendor's answer, not validated partner input.
+func storableDetails(d dataimport.PaymentDetails) dataimport.PaymentDetails {
+	d.CardBrand = storable.Text(d.CardBrand, vendorTextMax)
+	d.CardLast4 = storable.Text(d.CardLast4, vendorTextMax)
+	d.MandateStatus = storable.Text(d.MandateStatus, vendorTextMax)
+	return d
 }

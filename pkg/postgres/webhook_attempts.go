@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // WebhookClaim is one attempt a worker is about to send.
@@ -18,6 +20,8 @@ type WebhookClaim struct {
 	Attempt    int // 1-based, in this round
 	URL        string
 	Secret     string
+	// PreviousSecret also signs while a rotation's overlap lasts ("" after).
+	PreviousSecret string
 	MsgID      string // the FeedEvent id: webhook-id
 	Body       []byte // the FeedEvent JSON, built by the feed's reader
 	OccurredAt time.Time
@@ -42,9 +46,11 @@ func (db *DB) ClaimWebhookAttempt(ctx context.Context, d WebhookDue, lease time.
 		UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = now() + $3 * interval '1 millisecond'
 		  FROM webhook_endpoints w, import_process_events e
 		 WHERE d.id = $1 AND d.attempts = $2 AND d.state = 'pending' AND w.id = d.endpoint_id AND w.enabled AND e.id = d.event_id
-		RETURNING d.endpoint_id, d.attempts, w.url, w.secret, w.organisation_id, d.event_id, e.occurred_at`,
+		RETURNING d.endpoint_id, d.attempts, w.url, w.secret,
+			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret ELSE '' END,
+			w.organisation_id, d.event_id, e.occurred_at`,
 		d.DeliveryID, d.Attempts, lease.Milliseconds()).
-		Scan(&c.EndpointID, &c.Attempt, &c.URL, &c.Secret, &org, &eventID, &c.OccurredAt)
+		Scan(&c.EndpointID, &c.Attempt, &c.URL, &c.Secret, &c.PreviousSecret, &org, &eventID, &c.OccurredAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -70,6 +76,12 @@ func (db *DB) ClaimWebhookAttempt(ctx context.Context, d WebhookDue, lease time.
 	return &c, nil
 }
 
+// Bounds of the receiver's text kept with an attempt (bytes).
+const (
+	WebhookErrorMax   = 2000
+	WebhookExcerptMax = 2000
+)
+
 // WebhookResult is how an attempt ended, for RecordWebhookAttempt.
 type WebhookResult struct {
 	Status  int // 0: no response
@@ -89,6 +101,10 @@ type WebhookResult struct {
 // if any. An attempt whose delivery was replayed meanwhile is logged only.
 func (db *DB) RecordWebhookAttempt(ctx context.Context, c *WebhookClaim, r WebhookResult) (*WebhookDue, error) {
 	status := sql.NullInt64{Int64: int64(r.Status), Valid: r.Status != 0}
+	// The error and the excerpt are the receiver's words (a body, a reason
+	// phrase inside a transport error): cleaned before they are stored.
+	r.Error = storable.Text(r.Error, WebhookErrorMax)
+	r.Excerpt = storable.Text(r.Excerpt, WebhookExcerptMax)
 	errText := sql.NullString{String: r.Error, Valid: r.Error != ""}
 	// One statement (the hot path): log the attempt and settle the delivery.
 	var (
@@ -104,7 +120,8 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, c *WebhookClaim, r Webho
 		retryUS = r.RetryIn.Microseconds()
 	}
 	var d WebhookDue
-	err := db.sql.QueryRowContext(ctx, `
+	record := func(excerpt sql.NullString) error {
+		return db.sql.QueryRowContext(ctx, `
 		WITH a AS (
 			INSERT INTO webhook_attempts (delivery_id, attempt, status, latency_ms, error, response_excerpt)
 			VALUES ($1, $2, $3, $4, $5, $6)
@@ -114,8 +131,17 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, c *WebhookClaim, r Webho
 		       next_attempt_at = CASE WHEN $7 = 'pending' THEN now() + $8 * interval '1 microsecond' ELSE next_attempt_at END
 		 WHERE id = $1 AND attempts = $2 AND state = 'pending'
 		RETURNING id, endpoint_id, attempts, next_attempt_at`,
-		c.DeliveryID, c.Attempt, status, r.Latency.Milliseconds(), errText, r.Excerpt, state, retryUS).
-		Scan(&d.DeliveryID, &d.EndpointID, &d.Attempts, &d.DueAt)
+			c.DeliveryID, c.Attempt, status, r.Latency.Milliseconds(), errText, excerpt, state, retryUS).
+			Scan(&d.DeliveryID, &d.EndpointID, &d.Attempts, &d.DueAt)
+	}
+	err := record(sql.NullString{String: r.Excerpt, Valid: true})
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && ctx.Err() == nil && r.Excerpt != "" {
+		// The outcome matters more than the excerpt: an attempt that is not
+		// recorded is claimed and sent again after every lease, forever.
+		slog.WarnContext(ctx, "webhook attempt: storing the response excerpt failed; recording the outcome without it",
+			"delivery_id", c.DeliveryID, "attempt", c.Attempt, "err", err)
+		err = record(sql.NullString{})
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil // replayed meanwhile: the attempt is logged only
 	}

@@ -18,6 +18,7 @@ type WebhookEndpoint struct {
 	Organisation   string    `json:"organisation"`
 	OrganisationID int64     `json:"-"`
 	URL            string    `json:"url"`
+	Description    *string   `json:"description"`
 	Secret         string    `json:"-"`
 	EventTypes     []string  `json:"event_types"` // empty: every published type
 	Enabled        bool      `json:"enabled"`
@@ -25,25 +26,35 @@ type WebhookEndpoint struct {
 	Cursor         int64     `json:"cursor_position"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// PreviousSecretExpiresAt: after a rotation, until when the old secret
+	// still signs attempts beside the new one; nil when none does.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 }
 
 // NewWebhookEndpoint is what an operator registers. The URL has passed the
 // SSRF guard (webhook.Guard.CheckURL) already.
 type NewWebhookEndpoint struct {
-	Organisation string
-	URL          string
-	Secret       string
-	EventTypes   []string
+	Organisation   string // by name (an operator) …
+	OrganisationID int64  // … or by id (a partner's own key)
+	URL            string
+	Secret         string
+	EventTypes     []string
+	Description    string
 }
 
+// MaxWebhookEndpointsPerOrg bounds what one organisation can register: each
+// endpoint costs a delivery row per event.
+const MaxWebhookEndpointsPerOrg = 20
+
 const endpointColumns = `w.id, o.name, w.organisation_id, w.url, w.secret, array_to_string(w.event_types, ','), w.enabled, w.disabled_reason,
-	w.cursor_position, w.created_at, w.updated_at`
+	w.cursor_position, w.created_at, w.updated_at, w.description,
+	CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_expires_at END`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (WebhookEndpoint, error) {
 	var e WebhookEndpoint
 	var types string
 	err := row.Scan(&e.ID, &e.Organisation, &e.OrganisationID, &e.URL, &e.Secret, &types, &e.Enabled,
-		&e.DisabledReason, &e.Cursor, &e.CreatedAt, &e.UpdatedAt)
+		&e.DisabledReason, &e.Cursor, &e.CreatedAt, &e.UpdatedAt, &e.Description, &e.PreviousSecretExpiresAt)
 	e.EventTypes = splitTypes(types)
 	return e, err
 }
@@ -64,18 +75,37 @@ func (db *DB) CreateWebhookEndpoint(ctx context.Context, n NewWebhookEndpoint) (
 		return WebhookEndpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	var desc *string
+	if n.Description != "" {
+		desc = &n.Description
+	}
+	// The organisation row is locked so that concurrent registrations
+	// cannot both pass the per-organisation bound.
+	var orgID int64
+	err = tx.QueryRowContext(ctx, `SELECT id FROM organisations WHERE ($1 <> '' AND name = $1) OR id = $2 FOR UPDATE`,
+		n.Organisation, n.OrganisationID).Scan(&orgID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return WebhookEndpoint{}, dataimport.Errorf(dataimport.CodeNotFound, "organisation %q does not exist", n.Organisation)
+	}
+	if err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	var count int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE organisation_id = $1`, orgID).Scan(&count); err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	if count >= MaxWebhookEndpointsPerOrg {
+		return WebhookEndpoint{}, dataimport.Errorf(dataimport.CodeInvalid,
+			"An organisation may register at most %d webhook endpoints; delete or reuse one.", MaxWebhookEndpointsPerOrg)
+	}
 	row := tx.QueryRowContext(ctx, `
 		WITH w AS (
-			INSERT INTO webhook_endpoints (organisation_id, url, secret, event_types, cursor_position)
-			SELECT o.id, $2, $3, $4, coalesce((SELECT max(position) FROM import_process_events), 0)
-			  FROM organisations o WHERE o.name = $1
+			INSERT INTO webhook_endpoints (organisation_id, url, secret, event_types, description, cursor_position)
+			VALUES ($1, $2, $3, $4, $5, coalesce((SELECT max(position) FROM import_process_events), 0))
 			RETURNING *)
 		SELECT `+endpointColumns+` FROM w JOIN organisations o ON o.id = w.organisation_id`,
-		n.Organisation, n.URL, n.Secret, types)
+		orgID, n.URL, n.Secret, types, desc)
 	e, err := scanEndpoint(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, dataimport.Errorf(dataimport.CodeNotFound, "organisation %q does not exist", n.Organisation)
-	}
 	if err != nil {
 		return e, fmt.Errorf("create webhook endpoint: %w", err)
 	}
@@ -176,10 +206,14 @@ func (db *DB) disableGoneWebhook(ctx context.Context, id int64) error {
 }
 
 // RotateWebhookSecret replaces an endpoint's signing secret; attempts from
-// now on are signed with the new one.
-func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) error {
+// now on are signed with the new one and, for overlap, also with the one it
+// replaces (0: the old one stops at once).
+func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration) error {
 	return db.auditedWebhook(ctx, id, AuditWebhookRotate, func(tx *sql.Tx) (before, after any, err error) {
-		res, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET secret = $2, updated_at = now() WHERE id = $1`, id, secret)
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET
+			previous_secret = CASE WHEN $3 > 0 THEN secret END,
+			previous_secret_expires_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 millisecond' END,
+			secret = $2, updated_at = now() WHERE id = $1`, id, secret, overlap.Milliseconds())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -187,7 +221,7 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, id int64, secret string) 
 			return nil, nil, sql.ErrNoRows
 		}
 		// The secrets themselves never enter the audit log.
-		return nil, map[string]any{"secret_rotated": true}, nil
+		return nil, map[string]any{"secret_rotated": true, "previous_valid_for": overlap.String()}, nil
 	})
 }
 
@@ -445,6 +479,11 @@ type WebhookHealthRow struct {
 // deliveries not (yet) delivered, which stay few while receivers answer; the
 // newest delivery is read backwards along (endpoint_id, event_id).
 func (db *DB) WebhookHealth(ctx context.Context) ([]WebhookHealthRow, error) {
+	return db.webhookHealth(ctx, 0)
+}
+
+// webhookHealth reads the health of endpoint id, or of every endpoint (0).
+func (db *DB) webhookHealth(ctx context.Context, id int64) ([]WebhookHealthRow, error) {
 	rows, err := db.sql.QueryContext(ctx, `
 		SELECT w.id, o.name, w.url, w.enabled, w.disabled_reason,
 		       (SELECT d.delivered_at FROM webhook_deliveries d
@@ -452,7 +491,8 @@ func (db *DB) WebhookHealth(ctx context.Context) ([]WebhookHealthRow, error) {
 		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.attempts > 0),
 		       (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.state = 'failed')
 		  FROM webhook_endpoints w JOIN organisations o ON o.id = w.organisation_id
-		 ORDER BY o.name, w.id`)
+		 WHERE $1 = 0 OR w.id = $1
+		 ORDER BY o.name, w.id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read webhook health: %w", err)
 	}

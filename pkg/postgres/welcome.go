@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // States of a welcome e-mail (migration 00008). Only a claim (pending →
@@ -48,7 +49,7 @@ var ErrWelcomeEmailNotFound = errors.New("welcome e-mail not found")
 // outcome is known (or still being decided): only unknown ones are resent.
 var ErrWelcomeEmailNotUnknown = errors.New("welcome e-mail is not in state unknown")
 
-// welcomeLastErrorMax caps the stored error text (runes).
+// welcomeLastErrorMax caps the stored error text (bytes).
 const welcomeLastErrorMax = 2000
 
 const welcomeEmailSelect = `
@@ -200,9 +201,6 @@ func (db *DB) UnsentWelcomeEmails(ctx context.Context, olderThan time.Duration, 
 	return ids, nil
 }
 
-func truncateError(msg string) string {
-	if utf8.RuneCountInString(msg) > welcomeLastErrorMax {
-		return string([]rune(msg)[:welcomeLastErrorMax])
-	}
-	return msg
-}
+// truncateError makes an SMTP server's error text storable: cleaned and
+// bounded by pkg/storable, the one place text from outside is made so.
+func truncateError(msg string) string { return storable.Text(msg, welcomeLastErrorMax) }

@@ -13,9 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // Limits of one delivery attempt.
@@ -29,6 +30,10 @@ const (
 	// ExcerptLimit is how much of it the attempt log keeps.
 	ExcerptLimit = 512
 )
+
+// RotationOverlap is how long a rotated-out secret keeps signing beside its
+// successor (CONTRACT §15): time for the receiver to deploy the new one.
+const RotationOverlap = 24 * time.Hour
 
 // SecretPrefix starts every signing secret (Standard Webhooks).
 const SecretPrefix = "whsec_"
@@ -105,19 +110,32 @@ func NewSender(g Guard, timeout time.Duration) *Sender {
 	}}
 }
 
-// Send posts body to url signed with secret as the Standard Webhooks
-// specification says: webhook-id is the event id (receivers de-duplicate
-// on it), webhook-timestamp the time of this attempt.
-func (s *Sender) Send(ctx context.Context, url, secret, msgID string, body []byte) Outcome {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("signing secret: %w", err)}
-	}
+// Send posts body to url signed with each of secrets as the Standard
+// Webhooks specification says: webhook-id is the event id (receivers
+// de-duplicate on it), webhook-timestamp the time of this attempt, and
+// webhook-signature one signature per secret, space-separated (during a
+// rotation's overlap a receiver holding either secret verifies it).
+func (s *Sender) Send(ctx context.Context, url string, secrets []string, msgID string, body []byte) Outcome {
 	at := s.now()
-	sig, err := wh.Sign(msgID, at, body)
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("sign: %w", err)}
+	sigs := make([]string, 0, len(secrets))
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return Outcome{Err: fmt.Errorf("signing secret: %w", err)}
+		}
+		sig, err := wh.Sign(msgID, at, body)
+		if err != nil {
+			return Outcome{Err: fmt.Errorf("sign: %w", err)}
+		}
+		sigs = append(sigs, sig)
 	}
+	if len(sigs) == 0 {
+		return Outcome{Err: errors.New("signing secret: none")}
+	}
+	sig := strings.Join(sigs, " ")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("request: %w", err)}
@@ -153,10 +171,6 @@ func cleanErr(err error) error {
 	return err
 }
 
-// excerpt is the start of a body as valid UTF-8 text.
-func excerpt(b []byte) string {
-	if len(b) > ExcerptLimit {
-		b = b[:ExcerptLimit]
-	}
-	return strings.ToValidUTF8(strings.TrimRightFunc(string(b), func(r rune) bool { return r == utf8.RuneError }), "")
-}
+// excerpt is the start of a body as storable text (a receiver answering
+// in UTF-16 sends NUL bytes).
+func excerpt(b []byte) string { return storable.Bytes(b, ExcerptLimit) }

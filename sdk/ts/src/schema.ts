@@ -707,6 +707,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/webhooks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organisation's webhook endpoints
+         * @description The caller's organisation's endpoints, oldest first (at most 20). Secrets are never shown again.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Registers an endpoint of the caller's organisation that receives its events (all published types, or `event_types`), signed per Standard Webhooks with the `secret` shown once in this answer. The URL must be https to a public address unless the service runs with `WEBHOOK_ALLOW_PRIVATE=true` (local development); every refusal says so. At most 20 endpoints per organisation. Audited.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhooks/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Show a webhook endpoint with its health and recent attempts
+         * @description The endpoint, its delivery health (deliveries retrying, given up, the last delivered) and its ten newest attempts.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Changes `url` (checked as at registration), `event_types`, `description` or `enabled`; fields left out stay. Disabling stops deliveries until it is enabled again; enabling sends what is pending. Audited.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/data-import/webhooks/{id}/rotate-secret/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description A new secret, shown once. For 24 hours (`previous_secret_expires_at`) every attempt is signed with both the new and the old secret (two signatures in `webhook-signature`), so the receiver can switch without losing a delivery. Audited.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhooks/{id}/test/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to an endpoint
+         * @description Sends a `webhook.test-v1` event (`data: {webhook_id}`) to the endpoint now, signed like every delivery, and answers with what the receiver did. It is sent once, not retried, and not part of the endpoint's deliveries.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/webhooks/{id}/attempts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's delivery attempts
+         * @description The endpoint's newest delivery attempts first: when, which event, the attempt's number, the receiver's status and latency, the error and the start of the answer.
+         */
+        get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     partnerNotification: {
@@ -1463,6 +1571,61 @@ export interface components {
         JobAccepted: {
             id: number;
             status_url: string;
+        };
+        WebhookEndpointRequest: {
+            /** @description https to a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE=true). */
+            url?: string;
+            /** @description Published event types to receive; empty or absent: all. */
+            event_types?: string[];
+            description?: string;
+            /** @description PATCH only. */
+            enabled?: boolean;
+        };
+        WebhookAttempt: {
+            at: components["schemas"]["DateTime"];
+            event_id: string;
+            attempt: number;
+            /** @description null when no answer came. */
+            status: number | null;
+            latency_ms: number;
+            error: string | null;
+            response_excerpt: string | null;
+            /** @enum {string} */
+            delivery_state: "pending" | "delivered" | "failed";
+        };
+        WebhookEndpoint: {
+            id: number;
+            url: string;
+            description: string | null;
+            /** @description Empty: every published type. */
+            event_types: string[];
+            enabled: boolean;
+            /** @description Why it is disabled: by the partner, an operator, or a 410 Gone from the receiver. */
+            disabled_reason: string | null;
+            created_at: components["schemas"]["DateTime"];
+            updated_at: components["schemas"]["DateTime"];
+            /** @description After a rotation: until when the old secret also signs. */
+            previous_secret_expires_at: components["schemas"]["DateTime"] | null;
+            /** @description Only when registered or rotated: store it, it is not shown again. */
+            secret?: string;
+            health?: {
+                last_delivered_at: components["schemas"]["DateTime"] | null;
+                /** @description Deliveries pending after a failed attempt. */
+                retrying: number;
+                /** @description Deliveries given up after the whole retry schedule. */
+                failed: number;
+            };
+            recent_attempts?: components["schemas"]["WebhookAttempt"][];
+        };
+        WebhookTestResult: {
+            event_id: string;
+            /** @enum {string} */
+            type: "webhook.test-v1";
+            /** @description The receiver answered 2xx. */
+            delivered: boolean;
+            status: number | null;
+            latency_ms: number;
+            error: string | null;
         };
     };
     responses: {
@@ -3908,6 +4071,488 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "url": "https://partner.example.com/hooks/dataimport",
+                     *         "description": "migration cohort 3",
+                     *         "event_types": [
+                     *           "import_process.complete-v1",
+                     *           "import_process.error-v1"
+                     *         ],
+                     *         "enabled": true,
+                     *         "disabled_reason": null,
+                     *         "created_at": "2025-06-01T09:30:00Z",
+                     *         "updated_at": "2025-06-01T09:30:00Z",
+                     *         "previous_secret_expires_at": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://partner.example.com/hooks/dataimport",
+                 *       "event_types": [
+                 *         "import_process.complete-v1"
+                 *       ],
+                 *       "description": "migration cohort 3"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret (shown only here and on rotation). */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    /** @description The endpoint's address. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://partner.example.com/hooks/dataimport",
+                     *       "description": "migration cohort 3",
+                     *       "event_types": [
+                     *         "import_process.complete-v1",
+                     *         "import_process.error-v1"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "updated_at": "2025-06-01T09:30:00Z",
+                     *       "previous_secret_expires_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description `invalid_payload` with `errors` (`url`: refused target, `event_types.N`: not a published type, `description`: too long, or the organisation's endpoint limit), `parse_error` or `invalid_idempotency_key`. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "parse_error" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id. Another organisation's endpoint is answered as an unknown one (404).
+                 * @example 7
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://partner.example.com/hooks/dataimport",
+                     *       "description": "migration cohort 3",
+                     *       "event_types": [
+                     *         "import_process.complete-v1",
+                     *         "import_process.error-v1"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "updated_at": "2025-06-01T09:30:00Z",
+                     *       "previous_secret_expires_at": null,
+                     *       "health": {
+                     *         "last_delivered_at": "2025-06-01T10:02:11Z",
+                     *         "retrying": 0,
+                     *         "failed": 0
+                     *       },
+                     *       "recent_attempts": [
+                     *         {
+                     *           "at": "2025-06-01T10:02:11Z",
+                     *           "event_id": "evt_0000000000000042",
+                     *           "attempt": 1,
+                     *           "status": 200,
+                     *           "latency_ms": 35,
+                     *           "error": null,
+                     *           "response_excerpt": "ok",
+                     *           "delivery_state": "delivered"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id. Another organisation's endpoint is answered as an unknown one (404).
+                 * @example 7
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as changed. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://partner.example.com/hooks/dataimport",
+                     *       "description": "migration cohort 3",
+                     *       "event_types": [
+                     *         "import_process.complete-v1",
+                     *         "import_process.error-v1"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "updated_at": "2025-06-01T09:30:00Z",
+                     *       "previous_secret_expires_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description `invalid_payload` with `errors`, or `parse_error`. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "parse_error";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id. Another organisation's endpoint is answered as an unknown one (404).
+                 * @example 7
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new secret. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "url": "https://partner.example.com/hooks/dataimport",
+                     *       "description": "migration cohort 3",
+                     *       "event_types": [
+                     *         "import_process.complete-v1",
+                     *         "import_process.error-v1"
+                     *       ],
+                     *       "enabled": true,
+                     *       "disabled_reason": null,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "updated_at": "2025-06-01T09:30:00Z",
+                     *       "previous_secret_expires_at": "2025-06-02T09:30:00Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description `invalid_idempotency_key`. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The endpoint's id. Another organisation's endpoint is answered as an unknown one (404).
+                 * @example 7
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receiver's answer. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": "test_5f1c0a9e2b7d4c31",
+                     *       "type": "webhook.test-v1",
+                     *       "delivered": true,
+                     *       "status": 204,
+                     *       "latency_ms": 12,
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResult"];
+                };
+            };
+            /** @description `invalid_idempotency_key`. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookAttempts: {
+        parameters: {
+            query?: {
+                /** @description How many attempts, newest first. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The endpoint's id. Another organisation's endpoint is answered as an unknown one (404).
+                 * @example 7
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempts. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "at": "2025-06-01T10:02:11Z",
+                     *         "event_id": "evt_0000000000000042",
+                     *         "attempt": 1,
+                     *         "status": 200,
+                     *         "latency_ms": 35,
+                     *         "error": null,
+                     *         "response_excerpt": "ok",
+                     *         "delivery_state": "delivered"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookAttempt"][];
+                };
+            };
+            /** @description `invalid_payload`: `limit` out of range. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
