@@ -77,11 +77,17 @@ func moduleProxy(t *testing.T) (string, string) {
 	return proxy, version
 }
 
-// webhookDelivery is a delivery as the API's sender signs it, captured by a
-// receiver: {"headers": {...}, "body": "..."} in a file, and its secret.
+// webhookDelivery is a delivery as the API's sender signs it during a
+// secret's rotation (two signatures, the new secret's first), captured by a
+// receiver: {"headers": {...}, "body": "..."} in a file, and the old secret,
+// whose signature is the second: a verifier must try every one.
 func webhookDelivery(t *testing.T) (string, string) {
 	t.Helper()
 	secret, err := webhook.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := webhook.NewSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +103,7 @@ func webhookDelivery(t *testing.T) (string, string) {
 	}))
 	defer srv.Close()
 	body := `{"id":"evt_7","type":"import_process.complete-v1","data":{"external_account_number":"EXT-0001"}}`
-	if o := webhook.NewSender(webhook.Guard{AllowPrivate: true}, 0).Send(t.Context(), srv.URL, secret, "evt_7", []byte(body)); !o.Delivered() {
+	if o := webhook.NewSender(webhook.Guard{AllowPrivate: true}, 0).Send(t.Context(), srv.URL, []string{rotated, secret}, "evt_7", []byte(body)); !o.Delivered() {
 		t.Fatalf("webhook: %+v", o)
 	}
 	p := filepath.Join(t.TempDir(), "delivery.json")

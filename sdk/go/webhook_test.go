@@ -35,6 +35,12 @@ func TestVerifyWebhook(t *testing.T) {
 	if err := sdk.VerifyWebhook(secret, sign("evt_1", now), body); err != nil {
 		t.Fatalf("a good delivery: %v", err)
 	}
+	// During a rotation the API signs with both secrets, space-separated.
+	rotating := sign("evt_1", now)
+	rotating.Set("webhook-signature", "v1,"+"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="+" "+rotating.Get("webhook-signature"))
+	if err := sdk.VerifyWebhook(secret, rotating, body); err != nil {
+		t.Fatalf("the second of two signatures: %v", err)
+	}
 	otherID := sign("evt_1", now)
 	otherID.Set("webhook-id", "evt_2")
 	noSig := sign("evt_1", now)
