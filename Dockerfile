@@ -17,6 +17,8 @@ WORKDIR /src
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=bind,source=go.mod,target=go.mod \
     --mount=type=bind,source=go.sum,target=go.sum \
+    --mount=type=bind,source=sdk/go/go.mod,target=sdk/go/go.mod \
+    --mount=type=bind,source=sdk/go/go.sum,target=sdk/go/go.sum \
     go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \

@@ -40,8 +40,11 @@ soak:
 	  $(MAKE) --no-print-directory fuzz FUZZTIME=$(SOAK_FUZZTIME) FUZZTIME_HTTP=$(SOAK_FUZZTIME_HTTP); \
 	  deploy/local/summary.sh "$$DATAIMPORT_TEST_SUMMARY"
 
+# sdk/go is a module of its own (what partners `go get`): ./... of the root
+# module does not reach it, so its unit tests, vet and staticcheck run there.
 test-go: lint lint-openapi
 	$(GO) test -count=1 -timeout 12m $(PKGS)
+	cd sdk/go && $(GO) test -count=1 ./...
 
 ## lint-openapi: Redocly's recommended rules on the served OpenAPI document (redocly.yaml)
 lint-openapi:
@@ -83,7 +86,9 @@ fuzz fuzz-ci:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	cd sdk/go && $(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	cd sdk/go && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

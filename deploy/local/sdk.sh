@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the SDKs' generated layers from an OpenAPI document:
 #   sdk/go/client/client.gen.go  oapi-codegen (pinned below), config sdk/go/oapi-codegen.yaml
-#   sdk/ts/src/schema.d.ts       openapi-typescript (pinned in tools/node/package.json)
+#   sdk/ts/src/schema.ts         openapi-typescript (pinned in tools/node/package.json)
 # Usage: deploy/local/sdk.sh [DOCUMENT [OUTDIR]]
 #   DOCUMENT defaults to pkg/httpapi/openapi/openapi.json, the document the API
 #   embeds and serves; OUTDIR defaults to the repository (make sdk). The SDK
@@ -21,5 +21,5 @@ trap 'rm -f "$cfg"' EXIT
 sed "s#^output: .*#output: $out/sdk/go/client/client.gen.go#" sdk/go/oapi-codegen.yaml > "$cfg"
 go run "$OAPI_CODEGEN" -config "$cfg" "$doc"
 # Defaults make no property required: the API applies them to what is not sent.
-"$bin/openapi-typescript" "$doc" --default-non-nullable=false -o "$out/sdk/ts/src/schema.d.ts" >/dev/null 2>&1 \
-  || "$bin/openapi-typescript" "$doc" --default-non-nullable=false -o "$out/sdk/ts/src/schema.d.ts"
+"$bin/openapi-typescript" "$doc" --default-non-nullable=false -o "$out/sdk/ts/src/schema.ts" >/dev/null 2>&1 \
+  || "$bin/openapi-typescript" "$doc" --default-non-nullable=false -o "$out/sdk/ts/src/schema.ts"
