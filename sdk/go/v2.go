@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gridshift/dataimport/sdk/go/client"
@@ -95,19 +97,48 @@ func (c *Client) V2Wait(ctx context.Context, supplier, external string, interval
 	}
 }
 
-// V2Events is an account's timeline, oldest first.
+// V2Events is an account's whole timeline, oldest first, read page by page
+// (the API pages it and links the next page in a Link header).
 func (c *Client) V2Events(ctx context.Context, supplier, external string) ([]client.V2Event, error) {
-	resp, err := c.AccountEventsV2WithResponse(ctx, supplier, external)
-	if err != nil {
-		return nil, err
+	var (
+		out    []client.V2Event
+		params client.AccountEventsV2Params
+	)
+	for {
+		resp, err := c.AccountEventsV2WithResponse(ctx, client.SupplierPath(supplier), external, &params)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(resp.HTTPResponse, resp.Body); err != nil {
+			return nil, err
+		}
+		if resp.JSON200 == nil {
+			return nil, fmt.Errorf("sdk: v2 events: unexpected answer %d", resp.StatusCode())
+		}
+		out = append(out, *resp.JSON200...)
+		next := nextCursor(resp.HTTPResponse.Header.Get("Link"))
+		if next == "" {
+			return out, nil
+		}
+		params.Cursor = &next
 	}
-	if err := check(resp.HTTPResponse, resp.Body); err != nil {
-		return nil, err
+}
+
+// nextCursor is the cursor query parameter of a Link header's rel="next"
+// target, or "" when there is no next page.
+func nextCursor(link string) string {
+	for _, part := range strings.Split(link, ",") {
+		target, rel, ok := strings.Cut(part, ";")
+		if !ok || !strings.Contains(rel, `rel="next"`) {
+			continue
+		}
+		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
+		if err != nil {
+			return ""
+		}
+		return u.Query().Get("cursor")
 	}
-	if resp.JSON200 == nil {
-		return nil, fmt.Errorf("sdk: v2 events: unexpected answer %d", resp.StatusCode())
-	}
-	return *resp.JSON200, nil
+	return ""
 }
 
 // V2Cancel cancels an account's scheduled attempt while it is PENDING;

@@ -641,6 +641,8 @@ export interface paths {
          *     `Idempotency-Key` is honoured for the method, path, query and body (the body's SHA-256, of the NDJSON after gzip, is taken as it streams in; it is never held in memory): a retry of a received upload with the same body gets the same job (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; a retry after the first upload died midway (no heartbeat for 10 s) receives the body again into the same job; while the first upload is still alive, 409.
          *
          *     Bounds (each a setting; see the operators' configuration table): an upload may go at most `UPLOAD_IDLE_TIMEOUT` (default 30 s) without sending body bytes, else 408 `upload_idle_timeout` (with an `Idempotency-Key` the upload stays resumable: retry with the same key; without one the job fails); an organisation may have `MAX_UPLOADS_PER_ORG` uploads in progress at once (default 4) and each server `MAX_UPLOADS_PER_REPLICA` (default 16), else 429 `too_many_uploads` with `Retry-After`; a job has at most `MAX_JOB_LINES` lines (default 5,000,000), else 413 `too_many_lines`; a gzip body may inflate at most `MAX_GZIP_RATIO` times (default 500, checked once more than 1 MiB came out), else 413 `compression_ratio_exceeded`; once `JOB_INVALID_CHECK_AFTER` lines (default 1,000) are in, a job whose invalid lines exceed `MAX_JOB_INVALID_RATIO` of them (default 0.5) stops: 400 `job_mostly_invalid`, the job is `FAILED` with that error and keeps the lines received for its results (valid ones `cancelled`).
+         *
+         *     **Resuming a cut upload.** An upload whose connection is cut, or whose client hangs up, before the whole body is in fails the job with `upload_lost` (nothing of it is kept; it is not a `parse_error`: the body stopped coming, it was not refused). Send the same body again with the same `Idempotency-Key` and the same query: the job is received again from its first byte (the same job id, 202), after any number of cuts. Only a body refused as such (`request_too_large`, a gzip stream that is complete but not valid) answers the same refusal again (`Idempotent-Replayed: true`); a job that failed `server_error` is received again like a lost one. Retry a cut upload with backoff; a 409 means the server has not yet seen the cut (wait `Retry-After`). A key names its job for `IDEMPOTENCY_TTL` (24 h): after that the same key makes a new job, and the old job stays.
          */
         post: operations["createJob"];
         delete?: never;
@@ -1560,7 +1562,7 @@ export interface components {
             eta_seconds: number | null;
             /** @description Bytes of the body as sent (compressed, if it was). */
             body_bytes: number;
-            /** @description Why a FAILED job failed. */
+            /** @description Why a FAILED job failed: `upload_lost` (the body stopped coming; a retry with the same `Idempotency-Key` and body resumes the job), `server_error` (not stored; resumed the same way), `request_too_large`, `parse_error` (refused as such: the same body fails the same way). */
             error?: {
                 detail: string;
                 code: string;
@@ -3853,7 +3855,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobAccepted"];
                 };
             };
-            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip or ended early (`parse_error`), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results, unless they pass `MAX_JOB_INVALID_RATIO` of the lines once `JOB_INVALID_CHECK_AFTER` are in (`job_mostly_invalid`: the job is `FAILED`, its lines received kept for its results). */
+            /** @description Bad query (`invalid_payload`, with `errors` on the parameter, e.g. `schedule_window_start_in_past`, `schedule_window_end_before_start`, `schedule_window_end_too_far_ahead`), unknown supplier (`import_supplier_not_found`), supplier not `Ongoing` (`import_supplier_migration_not_ongoing`), unknown team (`operations_team_name_does_not_exist`), body not valid gzip (`parse_error`), body cut before its end (`upload_lost`: resume with the same key and body), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid lines do not fail the job: they are reported in its results, unless they pass `MAX_JOB_INVALID_RATIO` of the lines once `JOB_INVALID_CHECK_AFTER` are in (`job_mostly_invalid`: the job is `FAILED`, its lines received kept for its results). */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
