@@ -374,7 +374,6 @@ export class DataImportClient {
     }
   }
 
-  /** An account's timeline, oldest first. */
   /** The account's timeline, oldest first: its first page of up to 500 events (longer timelines: follow the Link header with call()). */
   v2Events(supplier: string, external: string): Promise<V2Event[]> {
     return this.json<V2Event[]>("GET", `${v2Path(supplier, external)}events/`);
