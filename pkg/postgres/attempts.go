@@ -87,14 +87,18 @@ func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, o
 		}
 	}
 	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ended []struct{ V2Status string }
+		var ended []struct {
+			V2Status              string
+			SupplierID            int64
+			ExternalAccountNumber string
+		}
 		err := tx.Raw(`UPDATE import_processes
 			   SET status = 'UNKNOWN', scheduled = false, dry_run = false, modified_at = now(),
 			       v2_status = CASE WHEN ? = 'DRY_RUN' THEN 'DRY_RUN_SUCCEEDED' WHEN ? = 'CANCELLED' THEN 'CANCELLED'
 			                        WHEN dry_run THEN 'DRY_RUN_ERRORED' ELSE 'ERRORED' END,
 			       latest_error = CASE WHEN ? = 'FAILED' THEN ?::jsonb ELSE latest_error END
 			 WHERE id = ? AND attempt = ? AND status = 'IN_PROGRESS' AND (? <> 'CANCELLED' OR v2_status = 'PENDING')
-			RETURNING v2_status`, outcome, outcome, outcome, nullJSON(errJSON), processID, attempt, outcome).Scan(&ended).Error
+			RETURNING v2_status, supplier_id, external_account_number`, outcome, outcome, outcome, nullJSON(errJSON), processID, attempt, outcome).Scan(&ended).Error
 		if err != nil {
 			return fmt.Errorf("finish attempt: %w", err)
 		}
@@ -105,6 +109,14 @@ func (db *DB) FinishAttempt(ctx context.Context, processID int64, attempt int, o
 			ON CONFLICT (process_id, attempt) DO NOTHING`, processID, attempt, outcome, nullJSON(errJSON)).Error
 		if err != nil {
 			return fmt.Errorf("record attempt: %w", err)
+		}
+		// A failed creation (not a dry run's) is a failure record, in this
+		// transaction; a job's settling names its job and line (job_settle.go).
+		if end := ended[0]; outcome == OutcomeFailed && len(errJSON) > 0 && end.V2Status == string(dataimport.V2Errored) {
+			if err := tx.Exec(fmt.Sprintf(upsertFailures, `SELECT NULL::bigint, ?::bigint, ?::text, ?::text, ?::jsonb, NULL::bigint, NULL::bigint, 1::bigint`),
+				end.SupplierID, end.ExternalAccountNumber, FailureCreate, string(errJSON)).Error; err != nil {
+				return fmt.Errorf("record attempt failure: %w", err)
+			}
 		}
 		return recordEvent(tx, processID, endEvents[dataimport.V2Status(ended[0].V2Status)], errorData(attempt, e))
 	})

@@ -115,6 +115,8 @@ func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []Creat
 			 ORDER BY p.id
 			   FOR UPDATE OF p) current`, ids, attempts, len(ins))
 	rows.queue(tx, res)
+	// The account exists now: its failure records are resolved with it.
+	tx.Queue(resolveCreated, ids)
 	if !dryRun {
 		tx.Queue("COMMIT")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/storable"
 )
 
 // A job's upload: the job is created RECEIVING, its lines are COPYed in
@@ -358,6 +359,14 @@ type receiveBatch struct {
 	rows  [][]any
 	bytes int
 	errs  map[int64]*batchError // this batch's distinct line errors
+	fails invalidLines          // this batch's invalid lines, for their failure records
+}
+
+// invalidLines are a batch's invalid lines as parallel arrays (one
+// statement records them all).
+type invalidLines struct {
+	ext, err []string
+	line     []int64
 }
 
 type batchError struct {
@@ -386,6 +395,9 @@ func (b *receiveBatch) add(l JobLine, counters *dataimport.JobCounters) error {
 			b.bytes += len(ej)
 		}
 		hash = h
+		b.fails.ext = append(b.fails.ext, storable.Text(l.External, failureExternalMax))
+		b.fails.err = append(b.fails.err, b.errs[h].json)
+		b.fails.line = append(b.fails.line, int64(l.Line))
 		counters.Invalid++
 	} else {
 		payload = string(l.Payload)
@@ -419,6 +431,15 @@ func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) err
 			return fmt.Errorf("receive job: store line errors: %w", err)
 		}
 	}
+	if len(b.fails.line) > 0 {
+		// One statement per batch, and none for a batch without invalid lines.
+		if _, err := tx.Exec(ctx, fmt.Sprintf(upsertFailures, `
+			SELECT j.organisation_id, j.supplier_id, u.ext, 'job_line', u.err::jsonb, j.id, u.line, 1::bigint
+			  FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(ext, err, line), import_jobs j WHERE j.id = $1`),
+			b.jobID, b.fails.ext, b.fails.err, b.fails.line); err != nil {
+			return fmt.Errorf("receive job: record invalid lines: %w", err)
+		}
+	}
 	if len(b.rows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
 			[]string{"job_id", "line", "external_account_number", "payload", "outcome", "error_hash"}, pgx.CopyFromRows(b.rows)); err != nil {
@@ -426,6 +447,7 @@ func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) err
 		}
 	}
 	b.rows, b.bytes = b.rows[:0], 0
+	b.fails = invalidLines{ext: b.fails.ext[:0], err: b.fails.err[:0], line: b.fails.line[:0]}
 	clear(b.errs)
 	return nil
 }

@@ -22,7 +22,7 @@ var (
 
 const resolveJobLinesSQL = `
 	WITH r AS (
-		SELECT rec.line, a.outcome, a.error, a.platform_account_number
+		SELECT rec.line, rec.external_account_number, a.outcome, a.error, a.platform_account_number
 		  FROM import_job_records rec
 		  JOIN import_attempts a ON a.process_id = rec.process_id AND a.attempt = rec.attempt
 		 WHERE rec.job_id = $1 AND rec.outcome = 'in_progress' %s
@@ -38,6 +38,13 @@ const resolveJobLinesSQL = `
 		       modified_at = now()
 		  FROM r WHERE rec.job_id = $1 AND rec.line = r.line
 		RETURNING rec.outcome
+	), adopt AS (
+		-- FinishAttempt recorded the failure without its job: name it.
+		UPDATE import_failures f SET job_id = j.id, line = r.line, organisation_id = j.organisation_id
+		  FROM r, import_jobs j
+		 WHERE j.id = $1 AND r.outcome = 'FAILED' AND f.supplier_id = j.supplier_id
+		   AND f.external_account_number = r.external_account_number AND f.source = 'create'
+		   AND f.fingerprint = import_failure_fingerprint(r.error)
 	), c AS (SELECT outcome, count(*) AS n FROM u GROUP BY outcome)
 	UPDATE import_jobs SET modified_at = now(),
 	       n_in_progress = n_in_progress - coalesce((SELECT sum(n) FROM c), 0),
@@ -104,7 +111,10 @@ func (db *DB) ExpireJobLines(ctx context.Context, jobID int64, e *dataimport.Err
 		WITH u AS (
 			UPDATE import_job_records SET outcome = 'failed', errors = $2::jsonb, modified_at = now()
 			 WHERE job_id = $1 AND outcome = 'staged' AND attempt IS NULL
-			RETURNING 1
+			RETURNING line, external_account_number
+		), recorded AS (`+fmt.Sprintf(upsertFailures, `
+			SELECT j.organisation_id, j.supplier_id, u.external_account_number, 'create', $2::jsonb, j.id, u.line::bigint, 1::bigint
+			  FROM u, import_jobs j WHERE j.id = $1`)+`
 		)
 		UPDATE import_jobs SET n_staged = n_staged - (SELECT count(*) FROM u), n_failed = n_failed + (SELECT count(*) FROM u), modified_at = now()
 		 WHERE id = $1`, jobID, *errorJSON(e))

@@ -82,7 +82,7 @@ func stageRowsOn(ctx context.Context, q querier, rows []stageRow, api string) ([
 			  FROM p JOIN input ON input.supplier_id = p.supplier_id AND input.external = p.external_account_number
 		), e AS (
 			INSERT INTO import_process_events (process_id, event, data)
-			SELECT p.id, $4, jsonb_build_object('version', p.staged_version, 'api', $5::text) FROM p
+			SELECT p.id, $4, jsonb_build_object('version', p.staged_version, 'api', $5::text) FROM p`+resolveStaged+`
 		)
 		SELECT supplier_id, external_account_number, id, staged_version FROM p`, sups, exts, payloads, dataimport.EventStaged, api)
 	if err != nil {
