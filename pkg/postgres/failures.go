@@ -54,6 +54,13 @@ const upsertFailures = `
 	       line = CASE WHEN excluded.job_id IS NULL THEN f.line ELSE excluded.line END,
 	       resolved_at = NULL`
 
+// upsertJobLineFailures records a job's lines refused for their data ($2
+// external numbers, $3 error JSON, $4 lines): invalid at upload, or refused
+// by the database at staging.
+var upsertJobLineFailures = fmt.Sprintf(upsertFailures, `
+	SELECT j.organisation_id, j.supplier_id, u.ext, 'job_line', u.err::jsonb, j.id, u.line, 1::bigint
+	  FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(ext, err, line), import_jobs j WHERE j.id = $1`)
+
 // resolveStaged marks resolved, inside a staging statement whose CTE p
 // returns the staged processes, the data refusals of those accounts: their
 // data has now been accepted. Creation failures stay until a creation

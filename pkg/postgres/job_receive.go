@@ -433,10 +433,7 @@ func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) err
 	}
 	if len(b.fails.line) > 0 {
 		// One statement per batch, and none for a batch without invalid lines.
-		if _, err := tx.Exec(ctx, fmt.Sprintf(upsertFailures, `
-			SELECT j.organisation_id, j.supplier_id, u.ext, 'job_line', u.err::jsonb, j.id, u.line, 1::bigint
-			  FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(ext, err, line), import_jobs j WHERE j.id = $1`),
-			b.jobID, b.fails.ext, b.fails.err, b.fails.line); err != nil {
+		if _, err := tx.Exec(ctx, upsertJobLineFailures, b.jobID, b.fails.ext, b.fails.err, b.fails.line); err != nil {
 			return fmt.Errorf("receive job: record invalid lines: %w", err)
 		}
 	}

@@ -233,6 +233,17 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64
 	if err := moveCounters(ctx, tx, job.ID, delta); err != nil {
 		return 0, 0, err
 	}
+	var refused invalidLines
+	for i, e := range failed {
+		if e != nil {
+			refused.ext, refused.err, refused.line = append(refused.ext, todo[i].external), append(refused.err, *errorJSON(e)), append(refused.line, todo[i].line)
+		}
+	}
+	if len(refused.line) > 0 {
+		if _, err := tx.ExecContext(ctx, upsertJobLineFailures, job.ID, refused.ext, refused.err, refused.line); err != nil {
+			return 0, 0, fmt.Errorf("stage job chunk: record refused lines: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, 0, fmt.Errorf("stage job chunk: commit: %w", err)
 	}
