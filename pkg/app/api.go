@@ -101,6 +101,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Documents:   docs,
 		Idempotency: db,
 		Jobs:        db,
+		Failures:    db,
 
 		Webhooks:      db,
 		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},

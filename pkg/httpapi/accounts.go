@@ -70,8 +70,11 @@ type stageBody struct {
 // same validation, then the normalised payload is stored as a new version.
 // 201 the first time, 200 on updates.
 func (s *Server) stageAccount(c *gin.Context) {
-	acc, sup, ok := s.decodeAccount(c)
-	if !ok {
+	body := requestBody(c)
+	acc, sup, err := s.decodeAccountBody(c, body)
+	if err != nil {
+		s.recordRefusal(c, sup, body, err)
+		abortWithError(c, err)
 		return
 	}
 	payload, ok := payloadToStage(c, sup, acc)

@@ -717,6 +717,13 @@ var resultOutcomes = map[string][]string{
 	"created": {dataimport.OutcomeCreated},
 }
 
+// JobResultsCSVHeader is the job results' CSV header. error_code and
+// error_attr are the first field error's (the field code, e.g.
+// invalid_mpan, that partners sort by), falling back to the envelope code
+// for a line without field errors; envelope_code is the line's own code.
+var JobResultsCSVHeader = []string{"line", "external_account_number", "outcome", "platform_account_number",
+	"error_code", "error_attr", "error_detail", "errors", "envelope_code"}
+
 // jobResults serves GET /jobs/<id>/results/: one line per line of the
 // body, streamed from Postgres, as NDJSON or as CSV that opens cleanly in a
 // spreadsheet (UTF-8 BOM, CRLF, cells that would start a formula quoted).
@@ -761,14 +768,11 @@ func (s *Server) jobResults(c *gin.Context) {
 		_, _ = w.WriteString("\ufeff")
 		cw := csv.NewWriter(w)
 		cw.UseCRLF = true
-		_ = cw.Write([]string{"line", "external_account_number", "outcome", "platform_account_number", "error_code", "error_detail", "errors"})
+		_ = cw.Write(JobResultsCSVHeader)
 		write = func(r dataimport.JobRecord) error {
-			fields := make([]string, len(r.Errors))
-			for i, e := range r.Errors {
-				fields[i] = e.Attr + ": " + e.Code + ": " + e.Detail
-			}
+			code, attr, detail := firstFieldError(r.Code, r.Detail, r.Errors)
 			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, deref(r.PlatformAccountNumber),
-				r.Code, cell(r.Detail), cell(strings.Join(fields, "; "))})
+				code, cell(attr), cell(detail), cell(joinFieldErrors(r.Errors)), r.Code})
 			cw.Flush()
 			return err
 		}

@@ -17,6 +17,8 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.GET("/pending-account-import-processes/:supplier/", s.listProcesses(postgres.ListPending))
 	g.GET("/imported-account-import-processes/:supplier/", s.listProcesses(postgres.ListImported))
 	g.GET("/events/", s.eventFeed)
+	g.GET("/failures/", s.listFailures)
+	g.GET("/failures/summary/", s.failureSummary)
 	g.POST("/payment-instruction/create/", s.createPaymentInstruction)
 	g.POST("/notes/create/", s.createNotes)
 	g.POST("/transactions/create/", s.createTransactions)

@@ -93,6 +93,8 @@ type Deps struct {
 
 	Jobs JobStore // the bulk job endpoints' store (jobs.go)
 
+	Failures FailureStore // failure records (failures.go); nil: not recorded, endpoints 404
+
 	Webhooks      WebhookStore  // partner webhook endpoints (webhooks.go)
 	WebhookGuard  webhook.Guard // checks a target URL at registration
 	WebhookSender WebhookSender // sends a test event; nil: tests answer 500

@@ -77,6 +77,9 @@ func (s *Server) decodeV2(c *gin.Context, withParams bool) (*dataimport.Account,
 		if e, ok := dataimport.AsError(err); ok && e.Code == dataimport.CodeAccountFailedValidation && len(paramErrs) > 0 {
 			e.Errors = append(e.Errors, paramErrs...) // every error at once
 		}
+		if withParams { // create, not the dry check
+			s.recordRefusal(c, sup, body.Payload, err)
+		}
 		return nil, sup, params, err
 	}
 	if len(paramErrs) > 0 {

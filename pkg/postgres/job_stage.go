@@ -235,8 +235,8 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64
 	}
 	var refused invalidLines
 	for i, e := range failed {
-		if e != nil {
-			refused.ext, refused.err, refused.line = append(refused.ext, todo[i].external), append(refused.err, *errorJSON(e)), append(refused.line, todo[i].line)
+		if j := errorJSON(e); e != nil && j != nil {
+			refused.ext, refused.err, refused.line = append(refused.ext, todo[i].external), append(refused.err, *j), append(refused.line, todo[i].line)
 		}
 	}
 	if len(refused.line) > 0 {
