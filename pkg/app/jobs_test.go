@@ -207,9 +207,10 @@ func TestJobCountersAddUp(t *testing.T) {
 	}
 	// The same as CSV for a spreadsheet: a header, then one row per line.
 	rows := p.csvResults(p.token, id, "failed")
-	if len(rows) != 51 || strings.Join(rows[0], ",") != "line,external_account_number,outcome,platform_account_number,error_code,error_detail,errors" ||
-		rows[1][0] != "51" || rows[1][2] != "invalid" || rows[1][4] != "account_failed_validation" ||
-		!strings.HasPrefix(rows[1][6], "sales_channel: invalid_choice: ") {
+	// error_code and error_attr are the first field error's, not the envelope's.
+	if len(rows) != 51 || strings.Join(rows[0], ",") != "line,external_account_number,outcome,platform_account_number,error_code,error_attr,error_detail,errors,envelope_code" ||
+		rows[1][0] != "51" || rows[1][2] != "invalid" || rows[1][4] != "invalid_choice" || rows[1][5] != "sales_channel" ||
+		!strings.HasPrefix(rows[1][7], "sales_channel: invalid_choice: ") || rows[1][8] != "account_failed_validation" {
 		t.Fatalf("CSV results: %d rows, first %q", len(rows), rows[:min(2, len(rows))])
 	}
 	all := p.jobResults(p.token, id, "all")

@@ -85,7 +85,7 @@ func (db *DB) RecordStageRefusal(ctx context.Context, orgID, supplierID int64, e
 		return fmt.Errorf("record stage refusal: encode: %w", err)
 	}
 	_, err = db.sql.ExecContext(ctx, fmt.Sprintf(upsertFailures,
-		`SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::jsonb, NULL::bigint, NULL::bigint, 1::bigint`),
+		`SELECT nullif($1::bigint, 0), $2::bigint, $3::text, $4::text, $5::jsonb, NULL::bigint, NULL::bigint, 1::bigint`),
 		orgID, supplierID, storable.Text(external, failureExternalMax), FailureStage, string(ej))
 	if err != nil {
 		return fmt.Errorf("record stage refusal: %w", err)

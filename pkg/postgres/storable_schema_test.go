@@ -43,6 +43,7 @@ var textOrigins = map[string]string{
 	"idempotency_keys.response_headers": internal, "idempotency_keys.state": internal,
 	"import_attempts.error": external, "import_attempts.outcome": internal,
 	"import_attempts.platform_account_number": internal,
+	"import_failures.error":                   external, "import_failures.external_account_number": external, "import_failures.source": internal,
 	"import_job_errors.error":                 external, "import_job_records.errors": external, "import_job_records.external_account_number": partner,
 	"import_job_records.outcome": internal, "import_job_records.payload": partner,
 	"import_job_records.platform_account_number": internal,
@@ -162,6 +163,12 @@ func TestStorableTextColumns(t *testing.T) {
 	e.must(e.db.FinishAttempt(e.ctx, p2.ProcessID, p2.Attempt, "FAILED", &dataimport.Error{Code: "vendor_error", Detail: hostile,
 		Domain: "vendor", Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}))
 	proved("import_processes.latest_error", "import_attempts.error", "import_process_events.data")
+
+	// A stage refusal names the account as the partner sent it: the number
+	// may be what validation refused.
+	e.must(e.db.RecordStageRefusal(e.ctx, 0, s.ID, hostile, &dataimport.Error{Code: "account_failed_validation", Detail: hostile,
+		Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}))
+	proved("import_failures.error", "import_failures.external_account_number")
 
 	// A receiver's answer to a webhook.
 	var org, eventID int64
