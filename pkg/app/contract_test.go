@@ -74,6 +74,17 @@ func TestOpenAPIContract(t *testing.T) {
 	get("/v1/data-import/events/?after=latest&wait=0s", http.StatusOK)
 	get("/v1/data-import/events/?after=garbage", http.StatusBadRequest)
 	get("/v1/data-import/events/?import_supplier=NOPE", http.StatusNotFound)
+	// Failure records: a refused stage, then the list (each format), its
+	// filters, the summary, and a supplier the caller may not see.
+	bad := strings.Replace(s.account("EXT-CF"), `"EXT-CF"`, `"EXT-CF", "sales_channel": "CARRIER_PIGEON"`, 1)
+	post(stagePath, bad, http.StatusBadRequest)
+	get("/v1/data-import/failures/?import_supplier=DEMO_ENERGY", http.StatusOK)
+	get("/v1/data-import/failures/?import_supplier=DEMO_ENERGY&code=invalid_choice&source=stage&resolved=false&limit=1&format=ndjson", http.StatusOK)
+	get("/v1/data-import/failures/?import_supplier=DEMO_ENERGY&format=csv&since=2020-01-01T00:00:00Z", http.StatusOK)
+	get("/v1/data-import/failures/?import_supplier=DEMO_ENERGY&limit=5000", http.StatusBadRequest)
+	get("/v1/data-import/failures/?import_supplier=NOPE", http.StatusNotFound)
+	get("/v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY", http.StatusOK)
+	get("/v1/data-import/failures/summary/?import_supplier=NOPE", http.StatusNotFound)
 
 	// Post-import data.
 	post("/v1/data-import/notes/create/", sample("notes_sample.json"), http.StatusCreated)

@@ -44,7 +44,7 @@ var textOrigins = map[string]string{
 	"import_attempts.error": external, "import_attempts.outcome": internal,
 	"import_attempts.platform_account_number": internal,
 	"import_failures.error":                   external, "import_failures.external_account_number": external, "import_failures.source": internal,
-	"import_job_errors.error":                 external, "import_job_records.errors": external, "import_job_records.external_account_number": partner,
+	"import_job_errors.error": external, "import_job_records.errors": external, "import_job_records.external_account_number": partner,
 	"import_job_records.outcome": internal, "import_job_records.payload": partner,
 	"import_job_records.platform_account_number": internal,
 	"import_jobs.error":                          external, "import_jobs.idempotency_key": partner, "import_jobs.lease_owner": internal,
