@@ -19,7 +19,7 @@ import (
 // row. (migrate changes the schema, which the schema's own version table
 // records.) Every other leaf command must be in auditedCommands below.
 var readOnlyCommands = []string{
-	"audit", "migrate", "supplier list", "limit show", "email unknown", "webhook list", "webhook log",
+	"audit", "migrate", "supplier list", "limit show", "email unknown", "webhook list", "webhook log", "failures",
 }
 
 // TestEveryStateChangingCommandIsAudited walks importctl's whole command

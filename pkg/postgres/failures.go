@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -254,6 +253,3 @@ func (db *DB) FailureSummary(ctx context.Context, q FailureQuery) ([]FailureCoun
 	}
 	return out, nil
 }
-
-// ErrNoFailureSupplier: the operator named a supplier that does not exist.
-var ErrNoFailureSupplier = errors.New("failures: no such supplier")
