@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
 // Failure records (CONTRACT §13) end to end: bad job lines and refused
@@ -68,11 +72,24 @@ var badAccounts = []struct{ name, from, to string }{
 	{"product", `"product_code":"DEMO-VAR-24-02"`, `"product_code":"NO-SUCH-PRODUCT"`},
 	{"phone", `"mobile":"07400 123456"`, `"mobile":"12"`},
 	{"date", `"date_of_birth":"1980-04-12"`, `"date_of_birth":"1980-02-30"`},
-	{"balance", `"transfer_balance":"-42.50"`, `"transfer_balance":"999999999999.00"`},
+	{"balance", `"transfer_balance":"-42.50"`, `"transfer_balance":"999999999999999.00"`},
 }
 
 func TestFailuresJobLinesSummaryAndCSV(t *testing.T) {
 	p := newPipeline(t)
+	// The GB market's MPAN rule and the product catalogue apply to this supplier.
+	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
+	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
+		t.Fatalf("products: %d %s", r.Status, r.Body)
+	}
+	on, gb := true, "GB"
+	if _, err := p.DB.UpdateSupplierSettings(t.Context(), "DEMO_ENERGY", postgres.SupplierSettings{RequireProducts: &on, Market: &gb}); err != nil {
+		t.Fatal(err)
+	}
 	// Five kinds of bad line, kind k on 2+k accounts, between good lines.
 	var body strings.Builder
 	for k, b := range badAccounts {
@@ -199,8 +216,12 @@ func TestFailuresOneRecordPerAccountAndResolution(t *testing.T) {
 	// The same bad account 1,000 times in a job: one record, 1,000 occurrences.
 	line := strings.Replace(p.jobAccountLine("REPEAT-1"), `"sales_channel":"PRICE_COMPARISON"`, `"sales_channel":"CARRIER_PIGEON"`, 1)
 	start := time.Now()
-	id := acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&create=false", strings.NewReader(strings.Repeat(line+"\n", 1000)), false))
-	t.Logf("1,000 bad lines received in %s", time.Since(start))
+	var body strings.Builder
+	for i := range 1000 { // good lines between: a job mostly invalid stops receiving
+		body.WriteString(p.jobAccountLine(fmt.Sprintf("OK-%d", i)) + "\n" + line + "\n")
+	}
+	id := acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&create=false", strings.NewReader(body.String()), false))
+	t.Logf("2,000 lines (1,000 bad) received in %s", time.Since(start))
 	list, _ = p.failures(p.token, fmt.Sprintf("import_supplier=DEMO_ENERGY&job=%d", id))
 	if len(list) != 1 || list[0].Occurrences != 1000 || list[0].ExternalAccountNumber != "REPEAT-1" {
 		t.Fatalf("1,000 repeats: %+v", list)

@@ -89,8 +89,8 @@ func (s *Server) failureParams(c *gin.Context, names []string) (postgres.Failure
 	}
 	number := func(name string, max int64) int64 {
 		v, ok := c.GetQuery(name)
-		if !ok {
-			return 0
+		if !ok || v == "" {
+			return 0 // absent (an empty after is the first page)
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if !failureNumberRe.MatchString(v) || err != nil || n < 1 || n > max {
