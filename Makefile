@@ -16,7 +16,7 @@ SOAK_FUZZTIME ?= 500000x
 SOAK_FUZZTIME_HTTP ?= 50000x
 SOAK_TESTS := TestPostgresRestartMidBatch|TestRedisRestartMidBatch|TestRedisFlushallMidBatch|TestWorkerSIGKILLMidBatch|TestAPIKilledWithCreatesWaiting|TestConcurrencyLimit
 
-.PHONY: build run test test-go soak bench bench-scale bench-console fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
+.PHONY: build run test test-go soak bench bench-scale bench-console bench-failures fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -61,6 +61,13 @@ bench: build
 ## bench-scale: BENCH_ACCOUNTS (default 1,500,000) accounts through one bulk job on a fresh database, pgbench ceiling, report in results/scale.md (not part of make test)
 bench-scale: build
 	@deploy/local/bench-scale.sh
+
+## bench-failures: the partner failures summary over 30,000 failure records among BENCH_FAILURES_ACCOUNTS (default 1,500,000) accounts (goal < 100 ms)
+BENCH_FAILURES_ACCOUNTS ?= 1500000
+bench-failures:
+	@set -euo pipefail; eval "$$(deploy/local/services.sh up)"; \
+	  export TEST_DATABASE_URL="$$DATABASE_URL" BENCH_FAILURES_ACCOUNTS=$(BENCH_FAILURES_ACCOUNTS); \
+	  $(GO) test -run '^$$' -bench '^BenchmarkFailureSummary$$' -benchtime 20x -timeout 20m -v ./pkg/postgres/
 
 ## bench-console: the console's overview rendered with CONSOLE_BENCH_PROCESSES (default 1,000,000) import processes (goal < 300 ms)
 CONSOLE_BENCH_PROCESSES ?= 1000000

@@ -1,5 +1,10 @@
 package postgres
 
+import (
+	"context"
+	"fmt"
+)
+
 // CreationRoundTrips exposes the creation batch counter to the tests.
 func CreationRoundTrips() int64 { return roundTrips.Load() }
 
@@ -29,3 +34,11 @@ func InternalConflicts() []string {
 const PositionEventsSQL = positionEventsSQL
 
 func (db *DB) RelayFloor() uint64 { return db.relayFloor.Load() }
+
+// UpsertFailuresFrom runs the one failure-recording statement over query's
+// rows (organisation_id, supplier_id, external_account_number, source,
+// error, job_id, line, n), for tests and benchmarks that seed records.
+func (db *DB) UpsertFailuresFrom(ctx context.Context, query string, args ...any) error {
+	_, err := db.sql.ExecContext(ctx, fmt.Sprintf(upsertFailures, query), args...)
+	return err
+}
