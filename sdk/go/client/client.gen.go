@@ -141,6 +141,27 @@ func (e CustomerTitle) Valid() bool {
 	}
 }
 
+// Defines values for FailureSource.
+const (
+	FailureSourceCreate  FailureSource = "create"
+	FailureSourceJobLine FailureSource = "job_line"
+	FailureSourceStage   FailureSource = "stage"
+)
+
+// Valid indicates whether the value is a known member of the FailureSource enum.
+func (e FailureSource) Valid() bool {
+	switch e {
+	case FailureSourceCreate:
+		return true
+	case FailureSourceJobLine:
+		return true
+	case FailureSourceStage:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FeedEventType.
 const (
 	ImportProcessCancelledV1           FeedEventType = "import_process.cancelled-v1"
@@ -738,6 +759,66 @@ func (e GetDocsAssetParamsAsset) Valid() bool {
 	}
 }
 
+// Defines values for ListFailuresParamsSource.
+const (
+	ListFailuresParamsSourceCreate  ListFailuresParamsSource = "create"
+	ListFailuresParamsSourceJobLine ListFailuresParamsSource = "job_line"
+	ListFailuresParamsSourceStage   ListFailuresParamsSource = "stage"
+)
+
+// Valid indicates whether the value is a known member of the ListFailuresParamsSource enum.
+func (e ListFailuresParamsSource) Valid() bool {
+	switch e {
+	case ListFailuresParamsSourceCreate:
+		return true
+	case ListFailuresParamsSourceJobLine:
+		return true
+	case ListFailuresParamsSourceStage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListFailuresParamsResolved.
+const (
+	ListFailuresParamsResolvedFalse ListFailuresParamsResolved = "false"
+	ListFailuresParamsResolvedTrue  ListFailuresParamsResolved = "true"
+)
+
+// Valid indicates whether the value is a known member of the ListFailuresParamsResolved enum.
+func (e ListFailuresParamsResolved) Valid() bool {
+	switch e {
+	case ListFailuresParamsResolvedFalse:
+		return true
+	case ListFailuresParamsResolvedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListFailuresParamsFormat.
+const (
+	ListFailuresParamsFormatCsv    ListFailuresParamsFormat = "csv"
+	ListFailuresParamsFormatJson   ListFailuresParamsFormat = "json"
+	ListFailuresParamsFormatNdjson ListFailuresParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ListFailuresParamsFormat enum.
+func (e ListFailuresParamsFormat) Valid() bool {
+	switch e {
+	case ListFailuresParamsFormatCsv:
+		return true
+	case ListFailuresParamsFormatJson:
+		return true
+	case ListFailuresParamsFormatNdjson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateJobParamsCreate.
 const (
 	CreateJobParamsCreateFALSE  CreateJobParamsCreate = "FALSE"
@@ -854,16 +935,16 @@ func (e GetJobResultsParamsOutcome) Valid() bool {
 
 // Defines values for GetJobResultsParamsFormat.
 const (
-	Csv    GetJobResultsParamsFormat = "csv"
-	Ndjson GetJobResultsParamsFormat = "ndjson"
+	GetJobResultsParamsFormatCsv    GetJobResultsParamsFormat = "csv"
+	GetJobResultsParamsFormatNdjson GetJobResultsParamsFormat = "ndjson"
 )
 
 // Valid indicates whether the value is a known member of the GetJobResultsParamsFormat enum.
 func (e GetJobResultsParamsFormat) Valid() bool {
 	switch e {
-	case Csv:
+	case GetJobResultsParamsFormatCsv:
 		return true
-	case Ndjson:
+	case GetJobResultsParamsFormatNdjson:
 		return true
 	default:
 		return false
@@ -1151,6 +1232,69 @@ type Error struct {
 //
 // Examples: EXT-0001
 type ExternalAccountNumber = string
+
+// Failure One account's recorded refusal or failure.
+type Failure struct {
+	// Code The envelope code of the latest occurrence (e.g. `account_failed_validation`).
+	Code   string       `json:"code"`
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+
+	// ExternalAccountNumber As sent (an unusable number is kept cleaned).
+	ExternalAccountNumber string    `json:"external_account_number"`
+	FirstSeen             time.Time `json:"first_seen"`
+
+	// Id The record's id (also a cursor).
+	Id string `json:"id"`
+
+	// ImportSupplier An import supplier the caller may act for (others are answered as unknown).
+	//
+	// Examples: DEMO_ENERGY
+	ImportSupplier SupplierCode `json:"import_supplier"`
+
+	// Job The bulk job it was last seen in.
+	Job      *int      `json:"job"`
+	LastSeen time.Time `json:"last_seen"`
+
+	// Line Its line in that job.
+	Line        *int `json:"line"`
+	Occurrences int  `json:"occurrences"`
+
+	// ResolvedAt When a later stage or creation of the account succeeded.
+	ResolvedAt *time.Time    `json:"resolved_at"`
+	Source     FailureSource `json:"source"`
+}
+
+// FailureSource defines model for Failure.Source.
+type FailureSource string
+
+// FailureCount The records with one (code, attr).
+type FailureCount struct {
+	Attr                         string `json:"attr"`
+	Code                         string `json:"code"`
+	ExampleExternalAccountNumber string `json:"example_external_account_number"`
+	Resolved                     int    `json:"resolved"`
+	Unresolved                   int    `json:"unresolved"`
+}
+
+// FailurePage A page of failure records.
+type FailurePage struct {
+	Failures []Failure `json:"failures"`
+
+	// Next The `after` of the next page; empty on the last.
+	Next string `json:"next"`
+}
+
+// FailureSummary Failure counts per field code.
+type FailureSummary struct {
+	Counts []FailureCount `json:"counts"`
+
+	// ImportSupplier An import supplier the caller may act for (others are answered as unknown).
+	//
+	// Examples: DEMO_ENERGY
+	ImportSupplier SupplierCode `json:"import_supplier"`
+	Job            *int         `json:"job"`
+}
 
 // FeedEvent One published event: the pull feed's item and a webhook's body.
 type FeedEvent struct {
@@ -2280,6 +2424,57 @@ type EventFeedParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// ListFailuresParams defines parameters for ListFailures.
+type ListFailuresParams struct {
+	// ImportSupplier The supplier whose failures to read. One the caller's organisation is not granted is answered like an unknown one: 404.
+	ImportSupplier SupplierCode `form:"import_supplier" json:"import_supplier"`
+
+	// Code Only records with a field error of this code (e.g. `invalid_mpan`); a failure without field errors counts its envelope code.
+	Code *string `form:"code,omitempty" json:"code,omitempty"`
+
+	// Attr Only records with a field error at this attr (with `code`: the same field error).
+	Attr *string `form:"attr,omitempty" json:"attr,omitempty"`
+
+	// Job Only failures last seen in this bulk job.
+	Job *string `form:"job,omitempty" json:"job,omitempty"`
+
+	// Source Only records of this source.
+	Source *ListFailuresParamsSource `form:"source,omitempty" json:"source,omitempty"`
+
+	// Since Only records last seen at or after this instant.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Resolved `false`: only unresolved; `true`: only resolved.
+	Resolved *ListFailuresParamsResolved `form:"resolved,omitempty" json:"resolved,omitempty"`
+
+	// Limit At most this many records.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After Cursor: the `next` of an earlier page (or the last record's `id`).
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// Format `json` (default): one page object; `ndjson`; `csv`.
+	Format *ListFailuresParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ListFailuresParamsSource defines parameters for ListFailures.
+type ListFailuresParamsSource string
+
+// ListFailuresParamsResolved defines parameters for ListFailures.
+type ListFailuresParamsResolved string
+
+// ListFailuresParamsFormat defines parameters for ListFailures.
+type ListFailuresParamsFormat string
+
+// FailureSummaryParams defines parameters for FailureSummary.
+type FailureSummaryParams struct {
+	// ImportSupplier The supplier whose failures to read. One the caller's organisation is not granted is answered like an unknown one: 404.
+	ImportSupplier SupplierCode `form:"import_supplier" json:"import_supplier"`
+
+	// Job Only failures last seen in this bulk job.
+	Job *string `form:"job,omitempty" json:"job,omitempty"`
+}
+
 // CreateHistoricalStatementsParams defines parameters for CreateHistoricalStatements.
 type CreateHistoricalStatementsParams struct {
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
@@ -3330,6 +3525,29 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/data-import/events/ (the `EventFeed` operationId).
 	EventFeed(ctx context.Context, params *EventFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListFailures List a supplier's account failures
+	//
+	// Every account-level refusal or failure of the supplier, recorded once (CONTRACT §13): a stage refused for the
+	// account's data (`source=stage`), an invalid bulk-job line (`job_line`), a creation attempt that failed on any path
+	// (`create`: revalidation, window expired, vendor refusal, data refused by the database). The same failure of the same
+	// account again updates its record (`occurrences`, `last_seen`); a later successful stage (data refusals) or creation
+	// (all) sets `resolved_at`. `validate-account` is a dry check and is not recorded. Records are in `id` order, streamed;
+	// pass `next` as `after` for the following page (`next` is empty on the last). `format=ndjson` gives one record per
+	// line, `format=csv` a spreadsheet with `error_code`, `error_attr` and `error_detail` of the first field error (page on
+	// with the last row's `id` as `after`).
+	//
+	// Corresponds with GET /v1/data-import/failures/ (the `ListFailures` operationId).
+	ListFailures(ctx context.Context, params *ListFailuresParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FailureSummary Count a supplier's account failures by field code
+	//
+	// Per (`code`, `attr`) of the records' field errors (a failure without field errors counts its envelope code at
+	// attr `""`), how many records are unresolved and resolved, with one account that has it. A record with several
+	// field errors counts once under each. With `job`, only the records last seen in that job.
+	//
+	// Corresponds with GET /v1/data-import/failures/summary/ (the `FailureSummary` operationId).
+	FailureSummary(ctx context.Context, params *FailureSummaryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateHistoricalStatementsWithBody Add historical (pre-migration) statements to an imported account
 	//
 	// All statements are stored or none. A `statement_id` the account already has is a 400 `historical_statement_already_exists`.
@@ -3396,7 +3614,7 @@ type ClientInterface interface {
 
 	// GetJobResults A job's per-line results
 	//
-	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3968,6 +4186,49 @@ func (c *Client) EventFeed(ctx context.Context, params *EventFeedParams, reqEdit
 	return c.Client.Do(req)
 }
 
+// ListFailures List a supplier's account failures
+//
+// Every account-level refusal or failure of the supplier, recorded once (CONTRACT §13): a stage refused for the
+// account's data (`source=stage`), an invalid bulk-job line (`job_line`), a creation attempt that failed on any path
+// (`create`: revalidation, window expired, vendor refusal, data refused by the database). The same failure of the same
+// account again updates its record (`occurrences`, `last_seen`); a later successful stage (data refusals) or creation
+// (all) sets `resolved_at`. `validate-account` is a dry check and is not recorded. Records are in `id` order, streamed;
+// pass `next` as `after` for the following page (`next` is empty on the last). `format=ndjson` gives one record per
+// line, `format=csv` a spreadsheet with `error_code`, `error_attr` and `error_detail` of the first field error (page on
+// with the last row's `id` as `after`).
+//
+// Corresponds with GET /v1/data-import/failures/ (the `ListFailures` operationId).
+func (c *Client) ListFailures(ctx context.Context, params *ListFailuresParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFailuresRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FailureSummary Count a supplier's account failures by field code
+//
+// Per (`code`, `attr`) of the records' field errors (a failure without field errors counts its envelope code at
+// attr `""`), how many records are unresolved and resolved, with one account that has it. A record with several
+// field errors counts once under each. With `job`, only the records last seen in that job.
+//
+// Corresponds with GET /v1/data-import/failures/summary/ (the `FailureSummary` operationId).
+func (c *Client) FailureSummary(ctx context.Context, params *FailureSummaryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailureSummaryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateHistoricalStatementsWithBody Add historical (pre-migration) statements to an imported account
 //
 // All statements are stored or none. A `statement_id` the account already has is a 400 `historical_statement_already_exists`.
@@ -4104,7 +4365,7 @@ func (c *Client) CancelJob(ctx context.Context, id string, params *CancelJobPara
 
 // GetJobResults A job's per-line results
 //
-// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 //
 // Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5255,6 +5516,226 @@ func NewEventFeedRequest(server string, params *EventFeedParams) (*http.Request,
 		if params.Wait != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListFailuresRequest constructs an http.Request for the ListFailures method
+func NewListFailuresRequest(server string, params *ListFailuresParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/failures/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "import_supplier", params.ImportSupplier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Code != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code", *params.Code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Attr != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "attr", *params.Attr, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Job != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "job", *params.Job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Source != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", *params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Resolved != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resolved", *params.Resolved, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFailureSummaryRequest constructs an http.Request for the FailureSummary method
+func NewFailureSummaryRequest(server string, params *FailureSummaryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/failures/summary/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "import_supplier", params.ImportSupplier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Job != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "job", *params.Job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7119,6 +7600,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/data-import/events/ (the `EventFeed` operationId).
 	EventFeedWithResponse(ctx context.Context, params *EventFeedParams, reqEditors ...RequestEditorFn) (*EventFeedResponse, error)
 
+	// ListFailuresWithResponse List a supplier's account failures
+	//
+	// Every account-level refusal or failure of the supplier, recorded once (CONTRACT §13): a stage refused for the
+	// account's data (`source=stage`), an invalid bulk-job line (`job_line`), a creation attempt that failed on any path
+	// (`create`: revalidation, window expired, vendor refusal, data refused by the database). The same failure of the same
+	// account again updates its record (`occurrences`, `last_seen`); a later successful stage (data refusals) or creation
+	// (all) sets `resolved_at`. `validate-account` is a dry check and is not recorded. Records are in `id` order, streamed;
+	// pass `next` as `after` for the following page (`next` is empty on the last). `format=ndjson` gives one record per
+	// line, `format=csv` a spreadsheet with `error_code`, `error_attr` and `error_detail` of the first field error (page on
+	// with the last row's `id` as `after`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/failures/ (the `ListFailures` operationId).
+	ListFailuresWithResponse(ctx context.Context, params *ListFailuresParams, reqEditors ...RequestEditorFn) (*ListFailuresResponse, error)
+
+	// FailureSummaryWithResponse Count a supplier's account failures by field code
+	//
+	// Per (`code`, `attr`) of the records' field errors (a failure without field errors counts its envelope code at
+	// attr `""`), how many records are unresolved and resolved, with one account that has it. A record with several
+	// field errors counts once under each. With `job`, only the records last seen in that job.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/failures/summary/ (the `FailureSummary` operationId).
+	FailureSummaryWithResponse(ctx context.Context, params *FailureSummaryParams, reqEditors ...RequestEditorFn) (*FailureSummaryResponse, error)
+
 	// CreateHistoricalStatementsWithBodyWithResponse Add historical (pre-migration) statements to an imported account
 	//
 	// All statements are stored or none. A `statement_id` the account already has is a 400 `historical_statement_already_exists`.
@@ -7193,7 +7701,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetJobResultsWithResponse A job's per-line results
 	//
-	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8884,6 +9392,306 @@ func (r EventFeedResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r EventFeedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListFailuresResponse200Headers the declared response headers of an HTTP 200 response for ListFailures
+type ListFailuresResponse200Headers struct {
+	XRequestID string
+}
+
+// ListFailuresResponse400Headers the declared response headers of an HTTP 400 response for ListFailures
+type ListFailuresResponse400Headers struct {
+	XRequestID string
+}
+
+// ListFailuresResponse401Headers the declared response headers of an HTTP 401 response for ListFailures
+type ListFailuresResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// ListFailuresResponse404Headers the declared response headers of an HTTP 404 response for ListFailures
+type ListFailuresResponse404Headers struct {
+	XRequestID string
+}
+
+// ListFailuresResponse405Headers the declared response headers of an HTTP 405 response for ListFailures
+type ListFailuresResponse405Headers struct {
+	XRequestID string
+}
+
+// ListFailuresResponse500Headers the declared response headers of an HTTP 500 response for ListFailures
+type ListFailuresResponse500Headers struct {
+	XRequestID string
+}
+
+// ListFailuresResponse503Headers the declared response headers of an HTTP 503 response for ListFailures
+type ListFailuresResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type ListFailuresResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FailurePage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListFailuresResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListFailuresResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListFailuresResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListFailuresResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListFailuresResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListFailuresResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListFailuresResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFailuresResponse) GetJSON200() *FailurePage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFailuresResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFailuresResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListFailuresResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListFailuresResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFailuresResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFailuresResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFailuresResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFailuresResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFailuresResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFailuresResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FailureSummaryResponse200Headers the declared response headers of an HTTP 200 response for FailureSummary
+type FailureSummaryResponse200Headers struct {
+	XRequestID string
+}
+
+// FailureSummaryResponse400Headers the declared response headers of an HTTP 400 response for FailureSummary
+type FailureSummaryResponse400Headers struct {
+	XRequestID string
+}
+
+// FailureSummaryResponse401Headers the declared response headers of an HTTP 401 response for FailureSummary
+type FailureSummaryResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// FailureSummaryResponse404Headers the declared response headers of an HTTP 404 response for FailureSummary
+type FailureSummaryResponse404Headers struct {
+	XRequestID string
+}
+
+// FailureSummaryResponse405Headers the declared response headers of an HTTP 405 response for FailureSummary
+type FailureSummaryResponse405Headers struct {
+	XRequestID string
+}
+
+// FailureSummaryResponse500Headers the declared response headers of an HTTP 500 response for FailureSummary
+type FailureSummaryResponse500Headers struct {
+	XRequestID string
+}
+
+// FailureSummaryResponse503Headers the declared response headers of an HTTP 503 response for FailureSummary
+type FailureSummaryResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type FailureSummaryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FailureSummary
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FailureSummaryResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *FailureSummaryResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FailureSummaryResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *FailureSummaryResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *FailureSummaryResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *FailureSummaryResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FailureSummaryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FailureSummaryResponse) GetJSON200() *FailureSummary {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FailureSummaryResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FailureSummaryResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r FailureSummaryResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r FailureSummaryResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r FailureSummaryResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FailureSummaryResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FailureSummaryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FailureSummaryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FailureSummaryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FailureSummaryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14225,6 +15033,45 @@ func (c *ClientWithResponses) EventFeedWithResponse(ctx context.Context, params 
 	return ParseEventFeedResponse(rsp)
 }
 
+// ListFailuresWithResponse List a supplier's account failures
+//
+// Every account-level refusal or failure of the supplier, recorded once (CONTRACT §13): a stage refused for the
+// account's data (`source=stage`), an invalid bulk-job line (`job_line`), a creation attempt that failed on any path
+// (`create`: revalidation, window expired, vendor refusal, data refused by the database). The same failure of the same
+// account again updates its record (`occurrences`, `last_seen`); a later successful stage (data refusals) or creation
+// (all) sets `resolved_at`. `validate-account` is a dry check and is not recorded. Records are in `id` order, streamed;
+// pass `next` as `after` for the following page (`next` is empty on the last). `format=ndjson` gives one record per
+// line, `format=csv` a spreadsheet with `error_code`, `error_attr` and `error_detail` of the first field error (page on
+// with the last row's `id` as `after`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/failures/ (the `ListFailures` operationId).
+func (c *ClientWithResponses) ListFailuresWithResponse(ctx context.Context, params *ListFailuresParams, reqEditors ...RequestEditorFn) (*ListFailuresResponse, error) {
+	rsp, err := c.ListFailures(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFailuresResponse(rsp)
+}
+
+// FailureSummaryWithResponse Count a supplier's account failures by field code
+//
+// Per (`code`, `attr`) of the records' field errors (a failure without field errors counts its envelope code at
+// attr `""`), how many records are unresolved and resolved, with one account that has it. A record with several
+// field errors counts once under each. With `job`, only the records last seen in that job.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/failures/summary/ (the `FailureSummary` operationId).
+func (c *ClientWithResponses) FailureSummaryWithResponse(ctx context.Context, params *FailureSummaryParams, reqEditors ...RequestEditorFn) (*FailureSummaryResponse, error) {
+	rsp, err := c.FailureSummary(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFailureSummaryResponse(rsp)
+}
+
 // CreateHistoricalStatementsWithBodyWithResponse Add historical (pre-migration) statements to an imported account
 //
 // All statements are stored or none. A `statement_id` the account already has is a 400 `historical_statement_already_exists`.
@@ -14341,7 +15188,7 @@ func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id stri
 
 // GetJobResultsWithResponse A job's per-line results
 //
-// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16375,6 +17222,335 @@ func ParseEventFeedResponse(rsp *http.Response) (*EventFeedResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers EventFeedResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListFailuresResponse parses an HTTP response from a ListFailuresWithResponse call
+func ParseListFailuresResponse(rsp *http.Response) (*ListFailuresResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFailuresResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FailurePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv; charset=utf-8) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListFailuresResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListFailuresResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListFailuresResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListFailuresResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListFailuresResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListFailuresResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListFailuresResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFailureSummaryResponse parses an HTTP response from a FailureSummaryWithResponse call
+func ParseFailureSummaryResponse(rsp *http.Response) (*FailureSummaryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FailureSummaryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FailureSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers FailureSummaryResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers FailureSummaryResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers FailureSummaryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers FailureSummaryResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers FailureSummaryResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers FailureSummaryResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers FailureSummaryResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -680,7 +680,7 @@ export interface paths {
         };
         /**
          * A job's per-line results
-         * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF, one column per field, the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+         * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
          */
         get: operations["getJobResults"];
         put?: never;
@@ -811,6 +811,55 @@ export interface paths {
          * @description The endpoint's newest delivery attempts first: when, which event, the attempt's number, the receiver's status and latency, the error and the start of the answer.
          */
         get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/failures/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a supplier's account failures
+         * @description Every account-level refusal or failure of the supplier, recorded once (CONTRACT §13): a stage refused for the
+         *     account's data (`source=stage`), an invalid bulk-job line (`job_line`), a creation attempt that failed on any path
+         *     (`create`: revalidation, window expired, vendor refusal, data refused by the database). The same failure of the same
+         *     account again updates its record (`occurrences`, `last_seen`); a later successful stage (data refusals) or creation
+         *     (all) sets `resolved_at`. `validate-account` is a dry check and is not recorded. Records are in `id` order, streamed;
+         *     pass `next` as `after` for the following page (`next` is empty on the last). `format=ndjson` gives one record per
+         *     line, `format=csv` a spreadsheet with `error_code`, `error_attr` and `error_detail` of the first field error (page on
+         *     with the last row's `id` as `after`).
+         */
+        get: operations["listFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/failures/summary/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count a supplier's account failures by field code
+         * @description Per (`code`, `attr`) of the records' field errors (a failure without field errors counts its envelope code at
+         *     attr `""`), how many records are unresolved and resolved, with one account that has it. A record with several
+         *     field errors counts once under each. With `job`, only the records last seen in that job.
+         */
+        get: operations["failureSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1631,6 +1680,54 @@ export interface components {
             status: number | null;
             latency_ms: number;
             error: string | null;
+        };
+        /** @description One account's recorded refusal or failure. */
+        Failure: {
+            /** @description The record's id (also a cursor). */
+            id: string;
+            import_supplier: components["schemas"]["SupplierCode"];
+            /** @description As sent (an unusable number is kept cleaned). */
+            external_account_number: string;
+            /** @enum {string} */
+            source: "stage" | "job_line" | "create";
+            /** @description The bulk job it was last seen in. */
+            job: number | null;
+            /** @description Its line in that job. */
+            line: number | null;
+            /** @description The envelope code of the latest occurrence (e.g. `account_failed_validation`). */
+            code: string;
+            detail: string;
+            errors: components["schemas"]["FieldError"][];
+            /** Format: date-time */
+            first_seen: string;
+            /** Format: date-time */
+            last_seen: string;
+            occurrences: number;
+            /**
+             * Format: date-time
+             * @description When a later stage or creation of the account succeeded.
+             */
+            resolved_at: string | null;
+        };
+        /** @description A page of failure records. */
+        FailurePage: {
+            failures: components["schemas"]["Failure"][];
+            /** @description The `after` of the next page; empty on the last. */
+            next: string;
+        };
+        /** @description The records with one (code, attr). */
+        FailureCount: {
+            code: string;
+            attr: string;
+            unresolved: number;
+            resolved: number;
+            example_external_account_number: string;
+        };
+        /** @description Failure counts per field code. */
+        FailureSummary: {
+            import_supplier: components["schemas"]["SupplierCode"];
+            job: number | null;
+            counts: components["schemas"]["FailureCount"][];
         };
     };
     responses: {
@@ -4614,6 +4711,190 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFailures: {
+        parameters: {
+            query: {
+                /** @description The supplier whose failures to read. One the caller's organisation is not granted is answered like an unknown one: 404. */
+                import_supplier: components["schemas"]["SupplierCode"];
+                /** @description Only records with a field error of this code (e.g. `invalid_mpan`); a failure without field errors counts its envelope code. */
+                code?: string;
+                /** @description Only records with a field error at this attr (with `code`: the same field error). */
+                attr?: string;
+                /**
+                 * @description Only failures last seen in this bulk job.
+                 * @example 42
+                 */
+                job?: string;
+                /** @description Only records of this source. */
+                source?: "stage" | "job_line" | "create";
+                /**
+                 * @description Only records last seen at or after this instant.
+                 * @example 2026-06-01T00:00:00Z
+                 */
+                since?: string;
+                /** @description `false`: only unresolved; `true`: only resolved. */
+                resolved?: "true" | "false";
+                /** @description At most this many records. */
+                limit?: number;
+                /** @description Cursor: the `next` of an earlier page (or the last record's `id`). */
+                after?: string;
+                /** @description `json` (default): one page object; `ndjson`; `csv`. */
+                format?: "json" | "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of failure records. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "failures": [
+                     *         {
+                     *           "id": "1207",
+                     *           "import_supplier": "DEMO_ENERGY",
+                     *           "external_account_number": "EXT-0002",
+                     *           "source": "job_line",
+                     *           "job": 42,
+                     *           "line": 7,
+                     *           "code": "account_failed_validation",
+                     *           "detail": "Account failed validation.",
+                     *           "errors": [
+                     *             {
+                     *               "detail": "Enter a valid MPAN.",
+                     *               "code": "invalid_mpan",
+                     *               "attr": "supply_addresses.0.meter_points.0.mpan"
+                     *             }
+                     *           ],
+                     *           "first_seen": "2026-06-01T10:15:30Z",
+                     *           "last_seen": "2026-06-02T08:01:12Z",
+                     *           "occurrences": 3,
+                     *           "resolved_at": null
+                     *         }
+                     *       ],
+                     *       "next": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FailurePage"];
+                    "application/x-ndjson": string;
+                    "text/csv; charset=utf-8": string;
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each parameter; an unknown parameter is `unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid query parameters.",
+                     *       "code": "invalid_payload",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "limit must be a whole number from 1 to 1000.",
+                     *           "code": "invalid",
+                     *           "attr": "limit"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @constant */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    failureSummary: {
+        parameters: {
+            query: {
+                /** @description The supplier whose failures to read. One the caller's organisation is not granted is answered like an unknown one: 404. */
+                import_supplier: components["schemas"]["SupplierCode"];
+                /**
+                 * @description Only failures last seen in this bulk job.
+                 * @example 42
+                 */
+                job?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts, most unresolved first. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "import_supplier": "DEMO_ENERGY",
+                     *       "job": null,
+                     *       "counts": [
+                     *         {
+                     *           "code": "invalid_mpan",
+                     *           "attr": "supply_addresses.0.meter_points.0.mpan",
+                     *           "unresolved": 120,
+                     *           "resolved": 4,
+                     *           "example_external_account_number": "EXT-0002"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FailureSummary"];
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each parameter; an unknown parameter is `unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid query parameters.",
+                     *       "code": "invalid_payload",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "limit must be a whole number from 1 to 1000.",
+                     *           "code": "invalid",
+                     *           "attr": "limit"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @constant */
                         code?: "invalid_payload";
                     };
                 };
