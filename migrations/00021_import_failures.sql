@@ -53,9 +53,14 @@ CREATE TABLE import_failures (
     resolved_at             timestamptz,
     UNIQUE (supplier_id, external_account_number, source, fingerprint)
 );
--- The partner list and summary read one supplier's records in id order; a
--- job's through job_id. The unique key serves resolution (supplier, external).
-CREATE INDEX import_failures_supplier_idx ON import_failures (supplier_id, id) INCLUDE (organisation_id, resolved_at);
+-- The partner list reads one supplier's records in id order. The summary
+-- reads every record of a supplier (or of one of its jobs) from the index
+-- alone: it carries what the summary needs (an index-only scan of 30,000
+-- records is a quarter of the heap's time). The unique key serves
+-- resolution (supplier, external); job_idx a job's deletion.
+CREATE INDEX import_failures_supplier_idx ON import_failures (supplier_id, id);
+CREATE INDEX import_failures_summary_idx ON import_failures (supplier_id, job_id)
+    INCLUDE (organisation_id, resolved_at, codes, attrs, external_account_number);
 CREATE INDEX import_failures_job_idx ON import_failures (job_id) WHERE job_id IS NOT NULL;
 
 -- +goose Down

@@ -230,11 +230,16 @@ type FailureCount struct {
 // of q apply.
 func (db *DB) FailureSummary(ctx context.Context, q FailureQuery) ([]FailureCount, error) {
 	where, args := failureWhere(FailureQuery{OrganisationID: q.OrganisationID, SupplierID: q.SupplierID, JobID: q.JobID})
+	// Records are grouped by their whole (codes, attrs) first (few distinct
+	// combinations), and only those groups are unnested: unnesting every
+	// record was three times slower at 30,000 records.
 	rows, err := db.sql.QueryContext(ctx, fmt.Sprintf(`
-		SELECT u.c, u.a, count(*) FILTER (WHERE f.resolved_at IS NULL), count(*) FILTER (WHERE f.resolved_at IS NOT NULL),
-		       min(f.external_account_number)
-		  FROM import_failures f CROSS JOIN LATERAL (SELECT DISTINCT c, a FROM unnest(f.codes, f.attrs) AS x(c, a)) u
-		 WHERE %s
+		WITH g AS (
+			SELECT f.codes, f.attrs, count(*) FILTER (WHERE f.resolved_at IS NULL) AS unresolved,
+			       count(*) FILTER (WHERE f.resolved_at IS NOT NULL) AS resolved, min(f.external_account_number) AS example
+			  FROM import_failures f WHERE %s GROUP BY f.codes, f.attrs)
+		SELECT u.c, u.a, sum(g.unresolved)::bigint, sum(g.resolved)::bigint, min(g.example)
+		  FROM g CROSS JOIN LATERAL (SELECT DISTINCT c, a FROM unnest(g.codes, g.attrs) AS x(c, a)) u
 		 GROUP BY u.c, u.a ORDER BY 3 DESC, 4 DESC, 1, 2`, where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("failure summary: %w", err)
