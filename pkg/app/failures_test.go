@@ -25,6 +25,7 @@ type failureView struct {
 	ExternalAccountNumber string `json:"external_account_number"`
 	Source                string `json:"source"`
 	Job                   *int64 `json:"job"`
+	Line                  *int64 `json:"line"`
 	Code                  string `json:"code"`
 	Errors                []struct {
 		Attr, Code, Detail string

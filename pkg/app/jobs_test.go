@@ -335,6 +335,11 @@ func TestJobScheduleWindow(t *testing.T) {
 	if f := p.jobResults(p.token, expired, "failed"); len(f) != 5 || f[0].Code != "schedule_window_expired" {
 		t.Fatalf("expired lines: %+v", f)
 	}
+	// Each is a creation failure of the job, counted under its envelope code.
+	if c := p.failureSummary(p.token, fmt.Sprintf("import_supplier=DEMO_ENERGY&job=%d", expired)); len(c) != 1 ||
+		c[0].Code != "schedule_window_expired" || c[0].Attr != "" || c[0].Unresolved != 5 {
+		t.Fatalf("expired lines' failure summary: %+v", c)
+	}
 
 	opens := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	id := acceptedJob(t, p.postJob(p.token, jobQuery+"&schedule_window_start="+opens.UTC().Format(time.RFC3339), strings.NewReader(p.jobBody(0, 20)), false))
@@ -376,5 +381,13 @@ func TestJobPaymentInstructions(t *testing.T) {
 	}
 	if n := s.count(`SELECT count(*) FROM accounts WHERE external_account_number = 'EXT-P1'`); n != 0 {
 		t.Fatal("the refused account was created")
+	}
+	// Both are failure records naming the job and line: the vendor's
+	// refusal (recorded by the attempt, named by the job's settling) and
+	// the invalid line.
+	fs, _ := s.failures(s.token, fmt.Sprintf("import_supplier=DEMO_ENERGY&job=%d", id))
+	if len(fs) != 2 || fs[0].ExternalAccountNumber != "EXT-P4" || fs[0].Source != "job_line" ||
+		fs[1].ExternalAccountNumber != "EXT-P1" || fs[1].Source != "create" || fs[1].Code != dataimport.CodePaymentInstructionNotFound || fs[1].Line == nil || *fs[1].Line != 1 {
+		t.Fatalf("failure records of the job: %+v", fs)
 	}
 }
