@@ -183,9 +183,8 @@ func (s *Server) createWebhook(c *gin.Context) {
 	if !ok {
 		return
 	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		abortWithError(c, err)
+	secret, ok := newWebhookSecret(c)
+	if !ok {
 		return
 	}
 	n := postgres.NewWebhookEndpoint{OrganisationID: principal(c).OrganisationID, URL: *r.URL, Secret: secret}
@@ -289,9 +288,8 @@ func (s *Server) rotateWebhookSecret(c *gin.Context) {
 	if !ok {
 		return
 	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		abortWithError(c, err)
+	secret, ok := newWebhookSecret(c)
+	if !ok {
 		return
 	}
 	if err := s.deps.Webhooks.RotateWebhookSecret(partnerCtx(c), e.ID, secret, webhook.RotationOverlap); err != nil {
@@ -377,6 +375,16 @@ func (s *Server) webhookAttempts(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, newWebhookAttempts(log))
+}
+
+// newWebhookSecret draws a signing secret, or answers 500.
+func newWebhookSecret(c *gin.Context) (string, bool) {
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		abortWithError(c, err)
+		return "", false
+	}
+	return secret, true
 }
 
 // webhookURL is the address of endpoint id.
