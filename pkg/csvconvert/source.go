@@ -2,6 +2,7 @@ package csvconvert
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -27,8 +28,9 @@ type source struct {
 	numeric bool
 	report  func(RowError)
 
-	peeked  *row
-	last    string
+	peeked   *row
+	unsorted *RowError // first key out of order (or repeated root key)
+	last     string
 	lastRow int
 	rows    int // data rows read
 }
@@ -196,12 +198,21 @@ func (s *source) accept(r *row) bool {
 		return bad(fmt.Sprintf("key %q is not a number (key_order: numeric)", key))
 	}
 	r.key = key
+	// Out of order stops the run (UnsortedError), it is not one bad row:
+	// the merge join has already passed the account this row belongs to,
+	// which would be written without it.
+	unsorted := func(reason string) bool {
+		if s.unsorted == nil {
+			s.unsorted = &RowError{File: s.file, Line: r.lineOf(s.joinIdx), Column: s.joinIdx + 1, ColumnName: s.header[s.joinIdx], Reason: reason}
+		}
+		return false
+	}
 	if s.lastRow > 0 {
 		switch c := compareKeys(key, s.last, s.numeric); {
 		case c < 0:
-			return bad(fmt.Sprintf("key %q comes after %q (line %d): the file must be sorted by this column", key, s.last, s.lastRow))
+			return unsorted(fmt.Sprintf("key %q comes after %q (line %d): the file must be sorted by this column", key, s.last, s.lastRow))
 		case c == 0 && s.e.root:
-			return bad(fmt.Sprintf("duplicate account key %q (first at line %d)", key, s.lastRow))
+			return unsorted(fmt.Sprintf("duplicate account key %q (first at line %d)", key, s.lastRow))
 		}
 	}
 	if s.lastRow == 0 || s.last != key {
@@ -220,4 +231,82 @@ func compareKeys(a, b string, numeric bool) int {
 		}
 	}
 	return strings.Compare(a, b)
+}
+
+// UnsortedError stops a run whose files are not sorted by their account
+// key (or whose accounts file repeats a key): the merge join would build
+// accounts without some of their rows. Rows holds the first offending row
+// of each such file.
+type UnsortedError struct{ Rows []RowError }
+
+func (e *UnsortedError) Error() string {
+	var b strings.Builder
+	for _, r := range e.Rows {
+		b.WriteString(r.String() + "\n")
+	}
+	b.WriteString("not sorted by the account key: nothing converted; sort the files (see CONVERT.md, \"Joining files\")")
+	return b.String()
+}
+
+// checkOrder reads every seekable input once, before anything is
+// converted, and rewinds it: an unsorted file is refused with nothing
+// written. Inputs that cannot seek (pipes) are checked as the join reads
+// them, which stops the run at the first key out of order.
+func (m *Mapping) checkOrder(ctx context.Context, inputs []Input) error {
+	var bad []RowError
+	for _, in := range inputs {
+		rs, ok := in.R.(io.ReadSeeker)
+		if !ok {
+			continue
+		}
+		pos, err := rs.Seek(0, io.SeekCurrent)
+		if err != nil {
+			continue // not a seekable file after all
+		}
+		i := m.entityIndex(in.Entity)
+		if i < 0 {
+			continue // Convert reports it
+		}
+		s, err := openSource(m.entities[i], in, m.numeric, func(RowError) {})
+		if err == nil {
+			for s.unsorted == nil {
+				if err = ctx.Err(); err != nil {
+					return err
+				}
+				r, rerr := s.peek()
+				if rerr != nil {
+					return rerr
+				}
+				if r == nil {
+					break
+				}
+				s.advance()
+			}
+			if s.unsorted != nil {
+				bad = append(bad, *s.unsorted)
+			}
+		}
+		if _, err := rs.Seek(pos, io.SeekStart); err != nil {
+			return fmt.Errorf("%s: rewind after the order check: %w", in.Name, err)
+		}
+	}
+	if len(bad) > 0 {
+		return &UnsortedError{Rows: bad}
+	}
+	return nil
+}
+
+// unsortedIn is the UnsortedError of the sources, if one has met a key out
+// of order.
+func unsortedIn(srcs []*source) error {
+	var bad []RowError
+	for _, s := range srcs {
+		if s.unsorted != nil {
+			bad = append(bad, *s.unsorted)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &UnsortedError{Rows: bad}
 }
