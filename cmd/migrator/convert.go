@@ -14,6 +14,7 @@ import (
 
 	"github.com/gridshift/dataimport/pkg/csvconvert"
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/market"
 )
 
 // offline marks commands that never talk to the API (no --api, no key).
@@ -23,6 +24,9 @@ type convertOptions struct {
 	mapping     string
 	validate    bool
 	phoneRegion string
+	market      string
+	catalogue   string
+	remote      bool
 }
 
 func (c *cli) convertCmd() *cobra.Command {
@@ -38,6 +42,12 @@ failed (or, with --validate, some accounts are invalid), 1 the run could not be 
 		Annotations: map[string]string{offline: "true"},
 		Args:        cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (o.market != "" || o.catalogue != "" || o.remote) && !o.validate {
+				return errors.New("--market, --catalogue and --remote choose how --validate validates: add --validate")
+			}
+			if o.remote && (o.market != "" || o.catalogue != "") {
+				return errors.New("--remote applies the supplier's own market and catalogue: drop --market and --catalogue")
+			}
 			return c.convert(cmd.Context(), o, args)
 		},
 	}
@@ -45,8 +55,50 @@ failed (or, with --validate, some accounts are invalid), 1 the run could not be 
 	f.StringVar(&o.mapping, "mapping", "", "YAML mapping of columns to account fields (required)")
 	f.BoolVar(&o.validate, "validate", false, "also run each account through the API's validation and report failures")
 	f.StringVar(&o.phoneRegion, "phone-region", "GB", "with --validate: the supplier's phone region")
+	f.StringVar(&o.market, "market", "", "with --validate: the supplier's market rules ("+strings.Join(market.Names(), ", ")+"; default NONE)")
+	f.StringVar(&o.catalogue, "catalogue", "", "with --validate: products file ({\"products\": [...]}) of a supplier that requires products")
+	f.BoolVar(&o.remote, "remote", false, "with --validate: ask the service (--api, --api-key) to validate, in bulk; nothing is staged")
 	_ = cmd.MarkFlagRequired("mapping")
+	cmd.AddCommand(c.convertInitCmd())
 	return cmd
+}
+
+// offlineRules are the rules --validate applies without the service: the
+// same ones the server takes from the supplier's settings.
+func offlineRules(o convertOptions) (dataimport.AccountRules, error) {
+	// The payment vendors are the service's configuration, unknown here:
+	// the API checks them when the converted accounts are staged.
+	rules := dataimport.AccountRules{PhoneRegion: strings.ToUpper(o.phoneRegion), Today: dataimport.DateOf(time.Now().UTC()), SkipPaymentVendors: true}
+	var err error
+	if rules.Market, err = market.For(strings.ToUpper(o.market)); err != nil {
+		return rules, fmt.Errorf("--market: %w", err)
+	}
+	if o.catalogue != "" {
+		raw, err := os.ReadFile(o.catalogue)
+		if err != nil {
+			return rules, fmt.Errorf("--catalogue: %w", err)
+		}
+		req, err := dataimport.DecodeProducts(raw)
+		if err != nil {
+			return rules, fmt.Errorf("--catalogue %s: %w", o.catalogue, describe(err))
+		}
+		rules.Catalogue = dataimport.StaticCatalogue(req.Products)
+	}
+	return rules, nil
+}
+
+// describe spells out a validation error's field errors.
+func describe(err error) error {
+	var de *dataimport.Error
+	if !errors.As(err, &de) || len(de.Errors) == 0 {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(de.Detail)
+	for _, fe := range de.Errors {
+		fmt.Fprintf(&b, "\n  %s %s: %s", fe.Attr, fe.Code, fe.Detail)
+	}
+	return errors.New(b.String())
 }
 
 func (c *cli) convert(ctx context.Context, o convertOptions, args []string) error {
@@ -56,6 +108,14 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	}
 	m, err := csvconvert.Load(src)
 	if err != nil {
+		return err
+	}
+	rules, err := offlineRules(o)
+	if err != nil {
+		return err
+	}
+	check := func(js []byte) error {
+		_, err := dataimport.DecodeAccountFor(js, func(*dataimport.Account) (dataimport.AccountRules, error) { return rules, nil })
 		return err
 	}
 	paths, err := matchFiles(m.Entities(), args)
@@ -74,14 +134,11 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	out := bufio.NewWriterSize(c.stdout, 256<<10)
 	errOut := bufio.NewWriter(c.stderr)
 	defer errOut.Flush()
-	// The payment vendors are the service's configuration, unknown here:
-	// the API checks them when the converted accounts are staged.
-	rules := dataimport.AccountRules{PhoneRegion: o.phoneRegion, Today: dataimport.DateOf(time.Now().UTC()), SkipPaymentVendors: true}
 	line, invalid := 0, 0
 	st, err := m.Convert(ctx, inputs, func(a csvconvert.Account) error {
 		line++
 		if o.validate {
-			if _, verr := dataimport.DecodeAccount(a.JSON, rules); verr != nil {
+			if verr := check(a.JSON); verr != nil {
 				invalid++
 				reportInvalid(errOut, line, a, verr)
 			}
@@ -97,6 +154,11 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	if ctx.Err() != nil {
 		// Ctrl-C: the accounts written so far are whole lines.
 		return fmt.Errorf("%w after %d accounts", errInterrupted, st.Converted)
+	}
+	if ue := (*csvconvert.UnsortedError)(nil); errors.As(err, &ue) {
+		// Reported like row errors, and "fix and re-run" like them.
+		fmt.Fprintln(errOut, ue.Error())
+		return fmt.Errorf("%w: files not sorted by the account key, %d accounts written", errSomeFailed, st.Converted)
 	}
 	if err != nil {
 		return err
