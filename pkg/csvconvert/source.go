@@ -31,8 +31,8 @@ type source struct {
 	peeked   *row
 	unsorted *RowError // first key out of order (or repeated root key)
 	last     string
-	lastRow int
-	rows    int // data rows read
+	lastRow  int
+	rows     int // data rows read
 }
 
 type row struct {
