@@ -67,13 +67,13 @@ func TestScaffoldEveryField(t *testing.T) {
 		// Nested files need their parents: give each ancestor a file.
 		files := []HeaderFile{{Name: "accounts.csv", Header: []string{"ACC NO", "SALE_DATE"}, Delimiter: ','}}
 		if strings.Contains(p, "meter_points") {
-			files = append(files, HeaderFile{Name: "premises.csv", Header: []string{"ACC NO", "PID"}, Delimiter: ','})
+			files = append(files, HeaderFile{Name: "premises.csv", Header: []string{"ACC NO", "PID", "POSTCODE"}, Delimiter: ','})
 		}
 		if strings.HasSuffix(p, "meter_points") {
 			header = append(header, "PID")
 		}
 		if strings.Contains(p, "agreements") {
-			files = append(files, HeaderFile{Name: "meters.csv", Header: []string{"ACC NO", "PID", "MID"}, Delimiter: ','})
+			files = append(files, HeaderFile{Name: "meters.csv", Header: []string{"ACC NO", "PID", "MID", "MPXN"}, Delimiter: ','})
 			header = append(header, "MID")
 		}
 		name := strings.ReplaceAll(strings.ReplaceAll(p, "[].", "_"), ".", "_")
