@@ -139,8 +139,8 @@ func TestConvertValidateOfflineEqualsServer(t *testing.T) {
 		{"product not yet available", map[string][][2]string{"agreements.csv": {{"100048;1200023456824;VAR-STD;", "100048;1200023456824;DEMO-VAR-24-02;"}}}, dataimport.CodeProductNotAvailable},
 		{"bad phone", map[string][][2]string{"customers.csv": {{"07400 123456", "07400 12"}}}, "invalid_phone_number"},
 		{"bad GB postcode", map[string][][2]string{"premises.csv": {{"BS1 4DJ", "BS1 4DJX"}}}, dataimport.CodeInvalidPostcode},
-		{"sale date in the future", map[string][][2]string{"accounts.csv": {{"17.11.2022;31.10.2026", "17.11.2099;31.10.2026"}}}, ""},
-		{"balance out of range", map[string][][2]string{"accounts.csv": {{"12,50-;STANDARD", "99999999999999,00-;STANDARD"}}}, ""},
+		{"sale date in the future", map[string][][2]string{"accounts.csv": {{"17.11.2022;31.10.2026", "17.11.2099;31.10.2026"}}}, "date_in_future"},
+		{"balance out of range", map[string][][2]string{"accounts.csv": {{"12,50-;STANDARD", "999999999999999,00-;STANDARD"}}}, "max_whole_digits"},
 		{"bad phone and unknown product", map[string][][2]string{"customers.csv": {{"07400 123456", "07400 12"}}, "agreements.csv": {{"E7-FIX-24M", "NO-SUCH-PRODUCT"}}}, "invalid_phone_number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
