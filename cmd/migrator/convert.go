@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,6 +89,86 @@ func offlineRules(o convertOptions) (dataimport.AccountRules, error) {
 	return rules, nil
 }
 
+// accountCheck validates a batch of converted accounts: one error (nil
+// when valid) per account, or the error that stops the run.
+type accountCheck func(ctx context.Context, accs []csvconvert.Account) ([]error, error)
+
+// The service takes at most 1000 accounts and MAX_BODY_BYTES (default
+// 5 MiB) per validate-accounts request; stay well inside both.
+const (
+	remoteBatch      = 500
+	remoteBatchBytes = 1 << 20
+)
+
+func (c *cli) accountCheck(o convertOptions) (accountCheck, error) {
+	if o.remote {
+		if err := c.requireAPI(); err != nil {
+			return nil, err
+		}
+		api, err := c.newAPI(1, 2*time.Minute, nil)
+		if err != nil {
+			return nil, err
+		}
+		return remoteCheck(api), nil
+	}
+	rules, err := offlineRules(o)
+	if err != nil {
+		return nil, err
+	}
+	return func(_ context.Context, accs []csvconvert.Account) ([]error, error) {
+		out := make([]error, len(accs))
+		for i, a := range accs {
+			// The server's own entry point, with the supplier's rules given.
+			_, out[i] = dataimport.DecodeAccountFor(a.JSON, func(*dataimport.Account) (dataimport.AccountRules, error) { return rules, nil })
+		}
+		return out, nil
+	}, nil
+}
+
+// remoteResult is one line of the validate-accounts answer.
+type remoteResult struct {
+	Line   int                     `json:"line"`
+	Valid  bool                    `json:"valid"`
+	Code   string                  `json:"code"`
+	Detail string                  `json:"detail"`
+	Errors []dataimport.FieldError `json:"errors"`
+}
+
+// remoteCheck asks the service to validate a batch in one request
+// (POST validate-accounts/): the supplier's own rules, nothing staged.
+func remoteCheck(api *api) accountCheck {
+	return func(ctx context.Context, accs []csvconvert.Account) ([]error, error) {
+		var body bytes.Buffer
+		for _, a := range accs {
+			body.Write(a.JSON)
+			body.WriteByte('\n')
+		}
+		resp, err := api.ValidateAccountsWithBodyWithResponse(ctx, nil, "application/x-ndjson", &body)
+		if err != nil {
+			return nil, fmt.Errorf("validate-accounts: %w", err)
+		}
+		if e := failed(resp.HTTPResponse, resp.Body); e != nil {
+			return nil, fmt.Errorf("validate-accounts: %w", e)
+		}
+		out := make([]error, len(accs))
+		answered := 0
+		for l := range bytes.SplitSeq(bytes.TrimSpace(resp.Body), []byte("\n")) {
+			var r remoteResult
+			if err := json.Unmarshal(l, &r); err != nil || r.Line < 1 || r.Line > len(accs) {
+				return nil, fmt.Errorf("validate-accounts: unexpected answer line %q", l)
+			}
+			answered++
+			if !r.Valid {
+				out[r.Line-1] = dataimport.ValidationError(r.Code, r.Detail, r.Errors)
+			}
+		}
+		if answered != len(accs) {
+			return nil, fmt.Errorf("validate-accounts: %d results for %d accounts", answered, len(accs))
+		}
+		return out, nil
+	}
+}
+
 // describe spells out a validation error's field errors.
 func describe(err error) error {
 	var de *dataimport.Error
@@ -110,12 +192,8 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	rules, err := offlineRules(o)
+	check, err := c.accountCheck(o)
 	if err != nil {
-		return err
-	}
-	check := func(js []byte) error {
-		_, err := dataimport.DecodeAccountFor(js, func(*dataimport.Account) (dataimport.AccountRules, error) { return rules, nil })
 		return err
 	}
 	paths, err := matchFiles(m.Entities(), args)
@@ -134,20 +212,48 @@ func (c *cli) convert(ctx context.Context, o convertOptions, args []string) erro
 	out := bufio.NewWriterSize(c.stdout, 256<<10)
 	errOut := bufio.NewWriter(c.stderr)
 	defer errOut.Flush()
-	line, invalid := 0, 0
-	st, err := m.Convert(ctx, inputs, func(a csvconvert.Account) error {
-		line++
-		if o.validate {
-			if verr := check(a.JSON); verr != nil {
-				invalid++
-				reportInvalid(errOut, line, a, verr)
+	// Accounts are validated (and then written) in batches: one request
+	// for many with --remote, one at a time offline.
+	maxBatch, maxBatchBytes := 1, 0
+	if o.remote {
+		maxBatch, maxBatchBytes = remoteBatch, remoteBatchBytes
+	}
+	var pending []csvconvert.Account
+	size, line, invalid := 0, 0, 0
+	flush := func() error {
+		var verrs []error
+		if o.validate && len(pending) > 0 {
+			var err error
+			if verrs, err = check(ctx, pending); err != nil {
+				return err
 			}
 		}
-		if _, err := out.Write(a.JSON); err != nil {
-			return err
+		for i, a := range pending {
+			line++
+			if verrs != nil && verrs[i] != nil {
+				invalid++
+				reportInvalid(errOut, line, a, verrs[i])
+			}
+			if _, err := out.Write(a.JSON); err != nil {
+				return err
+			}
+			if err := out.WriteByte('\n'); err != nil {
+				return err
+			}
 		}
-		return out.WriteByte('\n')
+		pending, size = pending[:0], 0
+		return nil
+	}
+	st, err := m.Convert(ctx, inputs, func(a csvconvert.Account) error {
+		pending = append(pending, a)
+		if size += len(a.JSON) + 1; len(pending) >= maxBatch || size >= maxBatchBytes {
+			return flush()
+		}
+		return nil
 	}, func(e csvconvert.RowError) { fmt.Fprintln(errOut, e.String()) })
+	if err == nil {
+		err = flush()
+	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}

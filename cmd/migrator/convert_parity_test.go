@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 
 // demoSupplier is make run's demo supplier: market GB, products required,
 // the demo catalogue loaded.
-func demoSupplier(t *testing.T) (*testutil.Stack, string) {
+func demoSupplier(t *testing.T) (*testutil.Stack, testutil.Tenant) {
 	t.Helper()
 	st := testutil.NewStack(t)
 	ctx := context.Background()
@@ -39,7 +40,7 @@ func demoSupplier(t *testing.T) (*testutil.Stack, string) {
 	if _, err := st.DB.UpsertProducts(ctx, req.Products); err != nil {
 		t.Fatal(err)
 	}
-	return st, st.Tenant("Demo Partner", "DEMO_ENERGY").Token
+	return st, st.Tenant("Demo Partner", "DEMO_ENERGY")
 }
 
 // copyExample writes the example export into a temporary directory with
@@ -80,6 +81,12 @@ func offlineErrors(t *testing.T, dir string) ([]string, map[int][]attrCode) {
 	t.Helper()
 	out, errs, _ := runOffline(t, append([]string{"convert", "--validate", "--market", "GB",
 		"--catalogue", filepath.Join("..", "..", "deploy", "local", "demo_products.json")}, exampleArgs(dir)...)...)
+	return parseInvalid(out, errs)
+}
+
+// parseInvalid reads convert's output lines and its stderr's "invalid"
+// lines, by output line.
+func parseInvalid(out, errs string) ([]string, map[int][]attrCode) {
 	got := map[int][]attrCode{}
 	for _, l := range strings.Split(errs, "\n") {
 		if m := invalidLine.FindStringSubmatch(l); m != nil {
@@ -126,7 +133,8 @@ func sortedSet(s []attrCode) []attrCode {
 // the server answers for the same account, and every account the server
 // accepts passes offline.
 func TestConvertValidateOfflineEqualsServer(t *testing.T) {
-	st, token := demoSupplier(t)
+	st, ten := demoSupplier(t)
+	token := ten.Token
 	for _, tc := range []struct {
 		name  string
 		edits map[string][][2]string
@@ -168,5 +176,34 @@ func TestConvertValidateOfflineEqualsServer(t *testing.T) {
 				t.Errorf("no account refused with %s", tc.want)
 			}
 		})
+	}
+}
+
+// convert --validate --remote asks the service (validate-accounts, one
+// request for the batch) and reports exactly what the offline check does:
+// the same lines, attrs and codes.
+func TestConvertValidateRemoteEqualsOffline(t *testing.T) {
+	st, ten := demoSupplier(t)
+	dir := copyExample(t, map[string][][2]string{
+		"customers.csv":  {{"07400 123456", "07400 12"}},
+		"agreements.csv": {{"100052;1200023456833;E7-VAR;", "100052;1200023456833;DEMO-VAR-24-02-G;"}},
+		"premises.csv":   {{"BS1 4DJ", "BS1 4DJX"}},
+	})
+	offLines, off := offlineErrors(t, dir)
+	out, errs, err := runOffline(t, append([]string{"convert", "--validate", "--remote", "--api", st.Server.URL, "--api-key", ten.APIKey}, exampleArgs(dir)...)...)
+	if !errors.Is(err, errSomeFailed) || !strings.Contains(errs, "2 written accounts invalid") {
+		t.Fatalf("convert --remote: %v\n%s", err, errs)
+	}
+	remoteLines, remote := parseInvalid(out, errs)
+	if !slices.Equal(offLines, remoteLines) {
+		t.Fatalf("output differs:\n%v\n%v", offLines, remoteLines)
+	}
+	if len(off) != 2 || len(remote) != 2 {
+		t.Fatalf("invalid accounts: offline %v, remote %v", off, remote)
+	}
+	for n, want := range off {
+		if got := remote[n]; !slices.Equal(sortedSet(got), sortedSet(want)) {
+			t.Errorf("output line %d: remote %v, offline %v", n, got, want)
+		}
 	}
 }
