@@ -40,6 +40,7 @@ func StaticCatalogue(ps []Product) CatalogueFunc {
 				cp.Fuels = append(cp.Fuels, t.Fuel)
 			}
 		}
+		slices.Sort(cp.Fuels) // as the store's string_agg(DISTINCT …)
 		cat.Products[p.Code] = cp
 		for _, t := range p.Tariffs {
 			cat.Tariffs[t.TariffCode] = CatalogueTariff{Fuel: t.Fuel, Product: cp}
