@@ -269,6 +269,7 @@ func (m *Mapping) checkOrder(ctx context.Context, inputs []Input) error {
 		}
 		s, err := openSource(m.entities[i], in, m.numeric, func(RowError) {})
 		if err == nil {
+			s.r.ReuseRecord = true // rows are dropped at once; keys are fresh strings
 			for s.unsorted == nil {
 				if err = ctx.Err(); err != nil {
 					return err
