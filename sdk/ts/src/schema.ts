@@ -1654,21 +1654,6 @@ export interface components {
             latency_ms: number;
             error: string | null;
         };
-        /** @description The validation of one line of a validate-accounts body. */
-        ValidateAccountsResult: {
-            /** @description The line's number in the body (1-based). */
-            line: number;
-            /** @description The account's number, when the line has a usable one. */
-            external_account_number?: string;
-            /** @description Whether validate-account would accept the account. */
-            valid: boolean;
-            /** @description When not valid: the error's code (`account_failed_validation`, `parse_error`, `import_supplier_not_found`…), as validate-account answers it. */
-            code?: string;
-            /** @description When not valid: the error's message. */
-            detail?: string;
-            /** @description Every field error; empty when valid. */
-            errors: components["schemas"]["FieldError"][];
-        };
     };
     responses: {
         /** @description The body is not valid JSON (`parse_error`). */
@@ -2095,7 +2080,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description One ValidateAccountsResult per non-blank line of the body, as NDJSON. */
+            /** @description One line per non-blank line of the body, in order: `line` (the body's line number, from 1), `external_account_number` (when the line has a usable one), `valid`, and when not valid the `code` and `detail` validate-account answers (`account_failed_validation`, `parse_error`, `import_supplier_not_found`…) with `errors` (each with `attr`, `code`, `detail`; empty when valid). */
             200: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
