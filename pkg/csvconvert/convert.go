@@ -88,6 +88,11 @@ func (m *Mapping) Convert(ctx context.Context, inputs []Input, emit func(Account
 			return st, err
 		}
 		a := m.build(root, r, children, group)
+		for _, c := range children {
+			if e, lost := c.lostRow(r.key); lost {
+				a.errs = append(a.errs, e)
+			}
+		}
 		if len(a.errs) > 0 {
 			st.Failed++
 			for _, e := range a.errs {

@@ -97,6 +97,34 @@ func TestJoinOrderAndKeys(t *testing.T) {
 	mustJSON(t, jsonOf(t, r.accounts[2].JSON)["customers"], `[{"given_name":"Cy"},{"given_name":"Di"}]`)
 }
 
+// A child row that joins no account (no key, not valid CSV, wrong number of
+// fields) may be one of any account between its neighbours' keys: each of
+// those is left out, not written without it (issue: convert never writes
+// an account built from partial data). Accounts outside the range convert.
+func TestLostChildRowLeavesPossibleOwnersOut(t *testing.T) {
+	for _, tc := range []struct{ name, child, converted string }{
+		{"missing key between 1 and 3", "NO,NAME\n1,Ann\n,lost\n3,Cy\n4,Di\n", "4"},
+		{"wrong field count inside 3", "NO,NAME\n1,Ann\n3,Cy\n3,x,y\n3,Bo\n4,Di\n", "1,2,4"},
+		{"lost first row", "NO,NAME\n,lost\n2,Bo\n4,Di\n", "3,4"},
+		{"lost last row", "NO,NAME\n1,Ann\n2,Bo\n,lost\n", "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load([]byte(joinMapping))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs := []Input{{Entity: "a", Name: "a.csv", R: strings.NewReader("NO\n1\n2\n3\n4\n")}, {Entity: "c", Name: "c.csv", R: strings.NewReader(tc.child)}}
+			r := run(t, m, inputs)
+			if got := strings.Join(r.keys(), ","); got != tc.converted {
+				t.Fatalf("converted %s, want %s\n%s", got, tc.converted, errStrings(r))
+			}
+			if r.stats.Converted+r.stats.Failed != r.stats.Accounts || r.stats.Errors != len(r.errs) {
+				t.Fatalf("stats %+v", r.stats)
+			}
+		})
+	}
+}
+
 // A file not sorted by its key (or an accounts file repeating a key) stops
 // the run: the merge join would write accounts without some of their rows
 // (issue: one unsorted customers file wrote 191 accounts without

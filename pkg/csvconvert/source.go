@@ -30,6 +30,10 @@ type source struct {
 
 	peeked   *row
 	unsorted *RowError // first key out of order (or repeated root key)
+	// Rows of a child file that could not be joined (no key, bad CSV):
+	// each may belong to any account between its neighbours' keys.
+	lost    []keyRange
+	pending *keyRange // a lost row whose next key is not read yet
 	last     string
 	lastRow  int
 	rows     int // data rows read
@@ -153,12 +157,17 @@ func (s *source) read() (*row, error) {
 	for {
 		fields, err := s.r.Read()
 		if errors.Is(err, io.EOF) {
+			if s.pending != nil {
+				s.pending.hiOpen = true
+				s.lost, s.pending = append(s.lost, *s.pending), nil
+			}
 			return nil, nil
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			s.rows++
 			s.report(RowError{File: s.file, Line: pe.StartLine, Reason: "not valid CSV: " + pe.Err.Error() + fmt.Sprintf(" (line %d, byte %d)", pe.Line, pe.Column)})
+			s.unjoinable(pe.StartLine)
 			continue
 		}
 		if err != nil {
@@ -178,6 +187,7 @@ func (s *source) read() (*row, error) {
 				continue // a blank line, as trailing ones often are
 			}
 			s.report(RowError{File: s.file, Line: line, Reason: fmt.Sprintf("has %d fields, the header has %d", len(fields), len(s.header))})
+			s.unjoinable(line)
 			continue
 		}
 		return r, nil
@@ -189,6 +199,7 @@ func (s *source) accept(r *row) bool {
 	key := strings.TrimSpace(r.fields[s.joinIdx])
 	bad := func(reason string) bool {
 		s.report(RowError{File: s.file, Line: r.lineOf(s.joinIdx), Column: s.joinIdx + 1, ColumnName: s.header[s.joinIdx], Reason: reason})
+		s.unjoinable(r.lineOf(s.joinIdx))
 		return false
 	}
 	if key == "" {
@@ -218,7 +229,46 @@ func (s *source) accept(r *row) bool {
 	if s.lastRow == 0 || s.last != key {
 		s.last, s.lastRow = key, r.line
 	}
+	if s.pending != nil {
+		s.pending.hi = key
+		s.lost, s.pending = append(s.lost, *s.pending), nil
+	}
 	return true
+}
+
+// keyRange is where a lost row of a sorted child file may belong: any
+// account from the key before it to the key after it (open at the file's
+// start or end).
+type keyRange struct {
+	lo, hi         string
+	loOpen, hiOpen bool
+	line           int // the first lost row's line
+}
+
+// unjoinable notes a child row that joins no account: the accounts it may
+// have belonged to are left out (lostRow) rather than written without it.
+// A root row that cannot be joined is simply not an account.
+func (s *source) unjoinable(line int) {
+	if s.e.root || s.pending != nil {
+		return
+	}
+	s.pending = &keyRange{lo: s.last, loOpen: s.lastRow == 0, line: line}
+}
+
+// lostRow is the error that leaves account key out when a lost row of the
+// file may be one of its rows. Ranges wholly before key are dropped: the
+// join only moves forward.
+func (s *source) lostRow(key string) (RowError, bool) {
+	for len(s.lost) > 0 && !s.lost[0].hiOpen && compareKeys(s.lost[0].hi, key, s.numeric) < 0 {
+		s.lost = s.lost[1:]
+	}
+	for _, k := range s.lost {
+		if (k.loOpen || compareKeys(k.lo, key, s.numeric) <= 0) && (k.hiOpen || compareKeys(key, k.hi, s.numeric) <= 0) {
+			return RowError{File: s.file, Line: k.line, Account: key,
+				Reason: "left out: the row at this line joins no account (reported above) and may be one of this account's"}, true
+		}
+	}
+	return RowError{}, false
 }
 
 // compareKeys orders keys as the files must be sorted: byte order (as
