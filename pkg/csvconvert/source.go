@@ -34,9 +34,9 @@ type source struct {
 	// each may belong to any account between its neighbours' keys.
 	lost    []keyRange
 	pending *keyRange // a lost row whose next key is not read yet
-	last     string
-	lastRow  int
-	rows     int // data rows read
+	last    string
+	lastRow int
+	rows    int // data rows read
 }
 
 type row struct {
