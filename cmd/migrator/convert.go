@@ -37,7 +37,9 @@ func (c *cli) convertCmd() *cobra.Command {
 		Use:   "convert --mapping mapping.yaml accounts.csv [customers.csv …] > accounts.ndjson",
 		Short: "Turn CSV exports of a legacy system into accounts, one JSON line each (see cmd/migrator/CONVERT.md)",
 		Long: `Each file is matched to an entity of the mapping by its base name (the entity's
-"file:"), or given as ENTITY=PATH. Files must be sorted by their account key.
+"file:"), or given as ENTITY=PATH. Files must be sorted by their account key
+(an unsorted file is refused with nothing written). "convert init" drafts a
+mapping from the files' headers.
 Rows that cannot be mapped are reported on stderr as FILE:LINE:COLUMN; their
 accounts are left out, the others written. Exit 0 all converted, 2 some rows
 failed (or, with --validate, some accounts are invalid), 1 the run could not be done.`,
