@@ -1,14 +1,9 @@
 package docs
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
@@ -44,42 +39,9 @@ func TestVocabularyTableMatchesTheService(t *testing.T) {
 // declaredV2Statuses lists the constants of type V2Status in the package's source.
 func declaredV2Statuses(t *testing.T, dir string) []dataimport.V2Status {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []dataimport.V2Status
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		{
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range g.Specs {
-					vs := spec.(*ast.ValueSpec)
-					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "V2Status" {
-						continue
-					}
-					for _, v := range vs.Values {
-						if lit, ok := v.(*ast.BasicLit); ok {
-							s, _ := strconv.Unquote(lit.Value)
-							out = append(out, dataimport.V2Status(s))
-						}
-					}
-				}
-			}
-		}
-	}
-	if len(out) < 7 {
-		t.Fatalf("found only %d V2Status constants in %s: the parser no longer sees them", len(out), dir)
+	for _, s := range testutil.DeclaredConsts(t, dir, "V2Status") {
+		out = append(out, dataimport.V2Status(s))
 	}
 	return out
 }

@@ -131,6 +131,28 @@ func TestReadmeWalkthroughOnAMakeRunStack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's walk-through failed (%v); make run's output:\n%s", err, runOut.String())
 	}
+	// The README's CSV example (migrator convert) is accepted by the same
+	// demo supplier and catalogue: every account it writes validates
+	// offline with the supplier's rules (--market, --catalogue), online one
+	// by one, and online in bulk (--remote).
+	conv := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", `
+		TOKEN=$(curl -sS --fail-with-body -X POST $BASE/v1/graphql/ -H 'Content-Type: application/json' \
+		  -d '{"query":"mutation { obtainToken(input: {APIKey: \"'"$KEY"'\"}) { token } }"}' | jq -r .data.obtainToken.token)
+		"$BIN/migrator" convert --mapping examples/convert/mapping.yaml examples/convert/*.csv --validate \
+		  --market GB --catalogue deploy/local/demo_products.json 2>/dev/null |
+		while read -r account; do
+		  echo "$account" | curl -sS --fail-with-body "$BASE/v1/data-import/validate-account/" -H "Authorization: Token $TOKEN" \
+		    -H 'Content-Type: application/json' --data @- | jq -r .external_account_number
+		done
+		"$BIN/migrator" convert --mapping examples/convert/mapping.yaml examples/convert/*.csv --validate --remote \
+		  --api "$BASE" --api-key "$KEY" >/dev/null 2>&1`)
+	conv.Dir = root
+	conv.Env = append(withoutVar(os.Environ(), "KEY"), "KEY="+m[1], "BASE="+m[2], "BIN="+bin)
+	convOut, err := conv.CombinedOutput()
+	if err != nil || strings.Count(string(convOut), "\n") != 5 {
+		t.Errorf("the CSV example (examples/convert) against make run's demo supplier: %v, want 5 accounts accepted\n%s", err, convOut)
+	}
+
 	// Each step's stated answer, in order.
 	for _, want := range []string{
 		`"status":"COMPLETED"`,                                       // 5

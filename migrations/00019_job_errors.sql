@@ -16,6 +16,7 @@ CREATE TABLE import_job_errors (
     n      bigint NOT NULL DEFAULT 0, -- lines of the job with this error
     PRIMARY KEY (job_id, hash)
 );
+ALTER TABLE import_job_errors ALTER COLUMN error SET COMPRESSION lz4; -- as every TOASTable column (00016)
 ALTER TABLE import_job_records ADD COLUMN error_hash bigint;
 
 -- +goose Down

@@ -9,6 +9,8 @@ ALTER TABLE webhook_endpoints
     ADD COLUMN previous_secret text CHECK (previous_secret IS NULL OR previous_secret ~ '^whsec_[A-Za-z0-9+/=]{24,88}$'),
     ADD COLUMN previous_secret_expires_at timestamptz,
     ADD CHECK ((previous_secret IS NULL) = (previous_secret_expires_at IS NULL));
+ALTER TABLE webhook_endpoints ALTER COLUMN description SET COMPRESSION lz4,
+    ALTER COLUMN previous_secret SET COMPRESSION lz4; -- as every TOASTable column (00016)
 
 -- +goose Down
 ALTER TABLE webhook_endpoints

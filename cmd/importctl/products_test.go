@@ -52,10 +52,10 @@ func TestImportctlProductsAndSettings(t *testing.T) {
 	if err := os.WriteFile(good, demo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out := mustCtl(t, "products", "load", good); !strings.Contains(out, "4 products loaded (4 created, 0 updated)") {
+	if out := mustCtl(t, "products", "load", good); !strings.Contains(out, "11 products loaded (11 created, 0 updated)") {
 		t.Fatalf("load: %s", out)
 	}
-	if out := mustCtl(t, "products", "load", good); !strings.Contains(out, "(0 created, 4 updated)") {
+	if out := mustCtl(t, "products", "load", good); !strings.Contains(out, "(0 created, 11 updated)") {
 		t.Fatalf("reload: %s", out)
 	}
 

@@ -92,7 +92,7 @@ func TestConvertReportsMalformedRows(t *testing.T) {
 		}
 		switch name {
 		case "meters.csv":
-			b = bytes.Replace(b, []byte("100048;P-5005;1200023456825;E;1;22.08.2023"), []byte("100048;P-5005;1200023456825;E;1;22.13.2023"), 1)
+			b = bytes.Replace(b, []byte("100048;P-5005;1200023456824;E;1;22.08.2023"), []byte("100048;P-5005;1200023456824;E;1;22.13.2023"), 1)
 		case "customers.csv": // maps fine, but the API would refuse it
 			b = bytes.Replace(b, []byte("100052;1;Ms;Samira;Ahmed;sahmed@example.co.uk"), []byte("100052;1;Ms;Samira;Ahmed;sahmed(at)example.co.uk"), 1)
 		}

@@ -90,20 +90,7 @@ func newRoot(c *cli) *cobra.Command {
 			if cmd.Annotations[offline] != "" {
 				return nil
 			}
-			if c.apiURL == "" {
-				c.apiURL = os.Getenv("DATAIMPORT_API_URL")
-			}
-			if c.apiKey == "" {
-				c.apiKey = os.Getenv("DATAIMPORT_API_KEY")
-			}
-			if c.apiURL == "" {
-				return errors.New("--api (or DATAIMPORT_API_URL) is required")
-			}
-			if c.apiKey == "" {
-				return errors.New("--api-key (or DATAIMPORT_API_KEY) is required")
-			}
-			c.apiURL = strings.TrimRight(c.apiURL, "/")
-			return nil
+			return c.requireAPI()
 		},
 	}
 	root.SetOut(c.stdout)
@@ -115,6 +102,25 @@ func newRoot(c *cli) *cobra.Command {
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
 	root.AddCommand(c.pushCmd(), c.statusCmd(), c.convertCmd())
 	return root
+}
+
+// requireAPI completes --api and --api-key from the environment, for the
+// commands (and convert --remote) that talk to the service.
+func (c *cli) requireAPI() error {
+	if c.apiURL == "" {
+		c.apiURL = os.Getenv("DATAIMPORT_API_URL")
+	}
+	if c.apiKey == "" {
+		c.apiKey = os.Getenv("DATAIMPORT_API_KEY")
+	}
+	if c.apiURL == "" {
+		return errors.New("--api (or DATAIMPORT_API_URL) is required")
+	}
+	if c.apiKey == "" {
+		return errors.New("--api-key (or DATAIMPORT_API_KEY) is required")
+	}
+	c.apiURL = strings.TrimRight(c.apiURL, "/")
+	return nil
 }
 
 // isTerminal reports whether f is a character device (a terminal), without

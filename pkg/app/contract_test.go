@@ -119,6 +119,13 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	job := want(s.As(s.token, http.MethodPost, "/v1/data-import/jobs/?import_supplier=DEMO_ENERGY&create=false",
 		line.String()+"\n", "Content-Type", "application/x-ndjson"), http.StatusAccepted)
+	// Many accounts validated at once (NDJSON both ways): one valid, one not.
+	va := want(s.As(s.token, http.MethodPost, "/v1/data-import/validate-accounts/",
+		line.String()+"\n{}\n", "Content-Type", "application/x-ndjson"), http.StatusOK)
+	if r := strings.Split(strings.TrimSpace(string(va.Body)), "\n"); len(r) != 2 || !strings.Contains(r[0], `"valid":true`) ||
+		!strings.Contains(r[1], `"code":"account_failed_validation"`) {
+		t.Errorf("validate-accounts: %s", va.Body)
+	}
 	jobURL, _ := job.JSON()["status_url"].(string)
 	get(jobURL, http.StatusOK)
 	get("/v1/data-import/jobs/", http.StatusOK)

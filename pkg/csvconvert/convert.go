@@ -34,6 +34,9 @@ type Stats struct {
 // error, ctx, or emit failing.
 func (m *Mapping) Convert(ctx context.Context, inputs []Input, emit func(Account) error, report func(RowError)) (st Stats, err error) {
 	counted := func(e RowError) { st.Errors++; report(e) }
+	if err := m.checkOrder(ctx, inputs); err != nil {
+		return st, err
+	}
 	srcs := make([]*source, len(m.entities))
 	for _, in := range inputs {
 		i := m.entityIndex(in.Entity)
@@ -81,7 +84,15 @@ func (m *Mapping) Convert(ctx context.Context, inputs []Input, emit func(Account
 				return st, err
 			}
 		}
+		if err := unsortedIn(srcs); err != nil {
+			return st, err
+		}
 		a := m.build(root, r, children, group)
+		for _, c := range children {
+			if e, lost := c.lostRow(r.key); lost {
+				a.errs = append(a.errs, e)
+			}
+		}
 		if len(a.errs) > 0 {
 			st.Failed++
 			for _, e := range a.errs {
@@ -102,7 +113,7 @@ func (m *Mapping) Convert(ctx context.Context, inputs []Input, emit func(Account
 			return st, err
 		}
 	}
-	return st, nil
+	return st, unsortedIn(srcs)
 }
 
 func (m *Mapping) entityIndex(name string) int {

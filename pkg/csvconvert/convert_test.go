@@ -120,7 +120,7 @@ func TestExampleConvertsToValidAccounts(t *testing.T) {
 	// Two register rows of one MPXN: one meter point (group_by), with both
 	// agreements; the open-ended one has no valid_to (31.12.9999 is absent).
 	mustJSON(t, sa["meter_points"], `[{"agreements":[{"product_code":"E7-FIX-24M","valid_from":"2022-11-17","valid_to":"2024-11-16"},`+
-		`{"product_code":"E7-VAR","valid_from":"2024-11-17"}],"fuel":"ELECTRICITY","mpxn":"1200023456792","supply_start_date":"2022-11-17"}]`)
+		`{"product_code":"E7-VAR","valid_from":"2024-11-17"}],"fuel":"ELECTRICITY","mpxn":"1200023456790","supply_start_date":"2022-11-17"}]`)
 	// 12.03.2024 10:15 London (GMT) is 10:15Z.
 	mustJSON(t, brennan["notes"], `[{"body":"Customer asked for paper bills again after the 2023 switch.","created_at":"2024-03-12T10:15:00Z","is_pinned":false}]`)
 	if len(brennan["customers"].([]any)) != 2 {
@@ -185,9 +185,10 @@ func TestMalformedRowsReported(t *testing.T) {
 		"accounts.csv": replaceLine(2, "100017;P;Mrs J Okafor;14 Mill Lane;;Leeds;LS6 2AB;j.okafor@example.co.uk;Y;D;;03.05.2021;00.00.0000;12.5,40;STANDARD;NE"),
 		// 100023: an impossible date of birth of the second customer.
 		"customers.csv": replaceLine(4, "100023;2;Mrs;Aoife;Brennan;aoife.brennan@example.co.uk;07400 123789;;31.02.1987;N;N;N"),
-		// 100031: a meter row without its account key (not joinable), and
-		// a premise for an account that does not exist (an orphan).
-		"meters.csv": replaceLine(8, ";P-5004;1200023456814;E;1;01.06.2023;00.00.0000"),
+		// 100031: a meter row without its account key (not joinable; both
+		// its neighbours are 100031's), and a premise for an account that
+		// does not exist (an orphan).
+		"meters.csv": replaceLine(7, ";P-5003;7788990022;G;1;01.02.2020;00.00.0000"),
 		"premises.csv": func(s string) string {
 			return replaceLine(5, "100031;P-5004;Unit 4, Foss Industrial Estate;;York;YO31 7UZ;01.06.2023\n100040;P-9999;1 Nowhere Road;;Hull;HU1 1AA;01.01.2024")(s)
 		},
@@ -202,10 +203,12 @@ func TestMalformedRowsReported(t *testing.T) {
 	want := []string{
 		`accounts.csv:2:14: column BALANCE: transfer_balance: "12.5,40" is not a decimal with separator "," and thousands separator "." (account 100017)`,
 		`customers.csv:4:9: column BIRTH_DATE: customers[].date_of_birth: "31.02.1987" is not a date in format DD.MM.YYYY (account 100023)`,
-		`meters.csv:8:1: column ACCOUNT_NO: missing key`,
+		`meters.csv:7:1: column ACCOUNT_NO: missing key`,
 		// The meter row could not be joined, so its agreement has no meter:
-		// 100031 is left out rather than converted without a meter.
-		`agreements.csv:10:2: column MPXN: orphan: no meters with key "1200023456814" in this account (account 100031)`,
+		// 100031 is left out rather than converted without a meter; and it
+		// is left out for the lost row itself, which may be one of its.
+		`agreements.csv:9:2: column MPXN: orphan: no meters with key "7788990022" in this account (account 100031)`,
+		`meters.csv:7: left out: the row at this line joins no account (reported above) and may be one of this account's (account 100031)`,
 		`premises.csv:6:1: column ACCOUNT_NO: orphan: no account "100040" in accounts.csv (both files must be sorted by the key)`,
 		`agreements.csv:13:2: column MPXN: orphan: no meters with key "7788990099" in this account (account 100052)`,
 	}
@@ -215,7 +218,7 @@ func TestMalformedRowsReported(t *testing.T) {
 	if k := strings.Join(r.keys(), ","); k != "100048" {
 		t.Fatalf("converted %s, want 100048", k)
 	}
-	if r.stats.Accounts != 5 || r.stats.Failed != 4 || r.stats.Errors != 6 {
+	if r.stats.Accounts != 5 || r.stats.Failed != 4 || r.stats.Errors != 7 {
 		t.Fatalf("stats %+v", r.stats)
 	}
 	if _, err := dataimport.DecodeAccount(r.accounts[0].JSON, gbRules); err != nil {

@@ -2,6 +2,7 @@ package csvconvert
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -27,7 +28,12 @@ type source struct {
 	numeric bool
 	report  func(RowError)
 
-	peeked  *row
+	peeked   *row
+	unsorted *RowError // first key out of order (or repeated root key)
+	// Rows of a child file that could not be joined (no key, bad CSV):
+	// each may belong to any account between its neighbours' keys.
+	lost    []keyRange
+	pending *keyRange // a lost row whose next key is not read yet
 	last    string
 	lastRow int
 	rows    int // data rows read
@@ -151,12 +157,17 @@ func (s *source) read() (*row, error) {
 	for {
 		fields, err := s.r.Read()
 		if errors.Is(err, io.EOF) {
+			if s.pending != nil {
+				s.pending.hiOpen = true
+				s.lost, s.pending = append(s.lost, *s.pending), nil
+			}
 			return nil, nil
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			s.rows++
 			s.report(RowError{File: s.file, Line: pe.StartLine, Reason: "not valid CSV: " + pe.Err.Error() + fmt.Sprintf(" (line %d, byte %d)", pe.Line, pe.Column)})
+			s.unjoinable(pe.StartLine)
 			continue
 		}
 		if err != nil {
@@ -176,6 +187,7 @@ func (s *source) read() (*row, error) {
 				continue // a blank line, as trailing ones often are
 			}
 			s.report(RowError{File: s.file, Line: line, Reason: fmt.Sprintf("has %d fields, the header has %d", len(fields), len(s.header))})
+			s.unjoinable(line)
 			continue
 		}
 		return r, nil
@@ -187,6 +199,7 @@ func (s *source) accept(r *row) bool {
 	key := strings.TrimSpace(r.fields[s.joinIdx])
 	bad := func(reason string) bool {
 		s.report(RowError{File: s.file, Line: r.lineOf(s.joinIdx), Column: s.joinIdx + 1, ColumnName: s.header[s.joinIdx], Reason: reason})
+		s.unjoinable(r.lineOf(s.joinIdx))
 		return false
 	}
 	if key == "" {
@@ -196,18 +209,66 @@ func (s *source) accept(r *row) bool {
 		return bad(fmt.Sprintf("key %q is not a number (key_order: numeric)", key))
 	}
 	r.key = key
+	// Out of order stops the run (UnsortedError), it is not one bad row:
+	// the merge join has already passed the account this row belongs to,
+	// which would be written without it.
+	unsorted := func(reason string) bool {
+		if s.unsorted == nil {
+			s.unsorted = &RowError{File: s.file, Line: r.lineOf(s.joinIdx), Column: s.joinIdx + 1, ColumnName: s.header[s.joinIdx], Reason: reason}
+		}
+		return false
+	}
 	if s.lastRow > 0 {
 		switch c := compareKeys(key, s.last, s.numeric); {
 		case c < 0:
-			return bad(fmt.Sprintf("key %q comes after %q (line %d): the file must be sorted by this column", key, s.last, s.lastRow))
+			return unsorted(fmt.Sprintf("key %q comes after %q (line %d): the file must be sorted by this column", key, s.last, s.lastRow))
 		case c == 0 && s.e.root:
-			return bad(fmt.Sprintf("duplicate account key %q (first at line %d)", key, s.lastRow))
+			return unsorted(fmt.Sprintf("duplicate account key %q (first at line %d)", key, s.lastRow))
 		}
 	}
 	if s.lastRow == 0 || s.last != key {
 		s.last, s.lastRow = key, r.line
 	}
+	if s.pending != nil {
+		s.pending.hi = key
+		s.lost, s.pending = append(s.lost, *s.pending), nil
+	}
 	return true
+}
+
+// keyRange is where a lost row of a sorted child file may belong: any
+// account from the key before it to the key after it (open at the file's
+// start or end).
+type keyRange struct {
+	lo, hi         string
+	loOpen, hiOpen bool
+	line           int // the first lost row's line
+}
+
+// unjoinable notes a child row that joins no account: the accounts it may
+// have belonged to are left out (lostRow) rather than written without it.
+// A root row that cannot be joined is simply not an account.
+func (s *source) unjoinable(line int) {
+	if s.e.root || s.pending != nil {
+		return
+	}
+	s.pending = &keyRange{lo: s.last, loOpen: s.lastRow == 0, line: line}
+}
+
+// lostRow is the error that leaves account key out when a lost row of the
+// file may be one of its rows. Ranges wholly before key are dropped: the
+// join only moves forward.
+func (s *source) lostRow(key string) (RowError, bool) {
+	for len(s.lost) > 0 && !s.lost[0].hiOpen && compareKeys(s.lost[0].hi, key, s.numeric) < 0 {
+		s.lost = s.lost[1:]
+	}
+	for _, k := range s.lost {
+		if (k.loOpen || compareKeys(k.lo, key, s.numeric) <= 0) && (k.hiOpen || compareKeys(key, k.hi, s.numeric) <= 0) {
+			return RowError{File: s.file, Line: k.line, Account: key,
+				Reason: "left out: the row at this line joins no account (reported above) and may be one of this account's"}, true
+		}
+	}
+	return RowError{}, false
 }
 
 // compareKeys orders keys as the files must be sorted: byte order (as
@@ -220,4 +281,83 @@ func compareKeys(a, b string, numeric bool) int {
 		}
 	}
 	return strings.Compare(a, b)
+}
+
+// UnsortedError stops a run whose files are not sorted by their account
+// key (or whose accounts file repeats a key): the merge join would build
+// accounts without some of their rows. Rows holds the first offending row
+// of each such file.
+type UnsortedError struct{ Rows []RowError }
+
+func (e *UnsortedError) Error() string {
+	var b strings.Builder
+	for _, r := range e.Rows {
+		b.WriteString(r.String() + "\n")
+	}
+	b.WriteString("not sorted by the account key: nothing converted; sort the files (see CONVERT.md, \"Joining files\")")
+	return b.String()
+}
+
+// checkOrder reads every seekable input once, before anything is
+// converted, and rewinds it: an unsorted file is refused with nothing
+// written. Inputs that cannot seek (pipes) are checked as the join reads
+// them, which stops the run at the first key out of order.
+func (m *Mapping) checkOrder(ctx context.Context, inputs []Input) error {
+	var bad []RowError
+	for _, in := range inputs {
+		rs, ok := in.R.(io.ReadSeeker)
+		if !ok {
+			continue
+		}
+		pos, err := rs.Seek(0, io.SeekCurrent)
+		if err != nil {
+			continue // not a seekable file after all
+		}
+		i := m.entityIndex(in.Entity)
+		if i < 0 {
+			continue // Convert reports it
+		}
+		s, err := openSource(m.entities[i], in, m.numeric, func(RowError) {})
+		if err == nil {
+			s.r.ReuseRecord = true // rows are dropped at once; keys are fresh strings
+			for s.unsorted == nil {
+				if err = ctx.Err(); err != nil {
+					return err
+				}
+				r, rerr := s.peek()
+				if rerr != nil {
+					return rerr
+				}
+				if r == nil {
+					break
+				}
+				s.advance()
+			}
+			if s.unsorted != nil {
+				bad = append(bad, *s.unsorted)
+			}
+		}
+		if _, err := rs.Seek(pos, io.SeekStart); err != nil {
+			return fmt.Errorf("%s: rewind after the order check: %w", in.Name, err)
+		}
+	}
+	if len(bad) > 0 {
+		return &UnsortedError{Rows: bad}
+	}
+	return nil
+}
+
+// unsortedIn is the UnsortedError of the sources, if one has met a key out
+// of order.
+func unsortedIn(srcs []*source) error {
+	var bad []RowError
+	for _, s := range srcs {
+		if s.unsorted != nil {
+			bad = append(bad, *s.unsorted)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &UnsortedError{Rows: bad}
 }

@@ -1,6 +1,53 @@
 package dataimport
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
+
+// CatalogueFunc loads the tariffs and products of the given codes (those
+// that exist; unknown codes are simply absent).
+type CatalogueFunc func(tariffs, products []string) (Catalogue, error)
+
+// CheckAccountCatalogue is the one place a validated account meets the
+// catalogue (server and offline alike): the account_failed_validation
+// error with every catalogue error, or nil.
+func CheckAccountCatalogue(a *Account, load CatalogueFunc) error {
+	tariffs, products := a.CatalogueCodes()
+	if len(tariffs) == 0 && len(products) == 0 {
+		return nil
+	}
+	cat, err := load(tariffs, products)
+	if err != nil {
+		return fmt.Errorf("load catalogue: %w", err)
+	}
+	if errs := CheckCatalogue(a, cat); len(errs) > 0 {
+		return ValidationError(CodeAccountFailedValidation, "Account failed validation.", errs)
+	}
+	return nil
+}
+
+// StaticCatalogue is the catalogue of a products file ({"products": [...]},
+// as importctl products load takes it), for validation without the
+// service. It mirrors the store's query: a product's fuels are those of
+// all its tariffs.
+func StaticCatalogue(ps []Product) CatalogueFunc {
+	cat := Catalogue{Tariffs: map[string]CatalogueTariff{}, Products: map[string]CatalogueProduct{}}
+	for _, p := range ps {
+		cp := CatalogueProduct{Code: p.Code, AvailableFrom: p.AvailableFrom, AvailableTo: p.AvailableTo}
+		for _, t := range p.Tariffs {
+			if !slices.Contains(cp.Fuels, t.Fuel) {
+				cp.Fuels = append(cp.Fuels, t.Fuel)
+			}
+		}
+		slices.Sort(cp.Fuels) // as the store's string_agg(DISTINCT …)
+		cat.Products[p.Code] = cp
+		for _, t := range p.Tariffs {
+			cat.Tariffs[t.TariffCode] = CatalogueTariff{Fuel: t.Fuel, Product: cp}
+		}
+	}
+	return func(_, _ []string) (Catalogue, error) { return cat, nil }
+}
 
 // Catalogue is the part of the product catalogue an account refers to,
 // loaded by the store; CheckCatalogue applies the rules to it without I/O.

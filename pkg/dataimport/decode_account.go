@@ -15,20 +15,32 @@ func DecodeAccount(body []byte, rules AccountRules) (*Account, error) {
 }
 
 // DecodeAccountFor is DecodeAccount with rules that depend on the account
-// itself (its supplier decides the phone region), in one parse of the body.
-// An error from rules (an unknown supplier, say) wins over field errors.
+// itself (its supplier decides the phone region, market and catalogue), in
+// one parse of the body. An error from rules (an unknown supplier, say)
+// wins over field errors. It is the one entry point of the server's
+// validate/stage paths and of migrator convert --validate, so the two
+// cannot disagree: the catalogue rules run (when rules.Catalogue is set)
+// only on an account that passed every other rule, as the server has
+// always answered.
 func DecodeAccountFor(body []byte, rules func(*Account) (AccountRules, error)) (*Account, error) {
 	var rulesErr error
+	var cat CatalogueFunc
 	a, err := Decode(body, CodeAccountFailedValidation, "Account failed validation.", func(a *Account) []FieldError {
 		r, err := rules(a)
 		if err != nil {
 			rulesErr = err
 			return nil
 		}
+		cat = r.Catalogue
 		return ValidateAccount(a, r)
 	})
 	if rulesErr != nil {
 		return nil, rulesErr
+	}
+	if err == nil && cat != nil {
+		if err = CheckAccountCatalogue(a, cat); err != nil {
+			return nil, err
+		}
 	}
 	return a, err
 }

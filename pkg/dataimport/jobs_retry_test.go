@@ -1,46 +1,20 @@
 package dataimport_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
+	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
-// jobStateConsts reads every constant of type JobState declared in jobs.go,
-// so a state added there without a row below fails this test.
+// jobStateConsts is every JobState the package declares, so a state added
+// there without a row below fails this test.
 func jobStateConsts(t *testing.T) []dataimport.JobState {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "jobs.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []dataimport.JobState
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "JobState" {
-				continue
-			}
-			for _, v := range vs.Values {
-				s, err := strconv.Unquote(v.(*ast.BasicLit).Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, dataimport.JobState(s))
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no JobState constant found in jobs.go")
+	for _, s := range testutil.DeclaredConsts(t, ".", "JobState") {
+		out = append(out, dataimport.JobState(s))
 	}
 	return out
 }

@@ -30,6 +30,11 @@ type AccountRules struct {
 	// worker always check.
 	PaymentVendors     []string
 	SkipPaymentVendors bool
+	// Catalogue loads the catalogue entries an account names, for a
+	// supplier that requires products (CONTRACT §10); nil skips the
+	// catalogue rules. The server reads the database, migrator convert a
+	// products file: DecodeAccountFor applies the rules the same way to both.
+	Catalogue CatalogueFunc
 }
 
 const (

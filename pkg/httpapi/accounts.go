@@ -41,13 +41,12 @@ func (s *Server) decodeAccountBody(c *gin.Context, body []byte) (*dataimport.Acc
 			return rules, err
 		}
 		rules.PhoneRegion = sup.PhoneRegion
+		if sup.RequireProducts {
+			rules.Catalogue = s.deps.Store.CatalogueFunc(c.Request.Context())
+		}
 		rules.Market, err = market.For(sup.Market)
 		return rules, err
 	})
-	if err == nil {
-		// After pure validation: the catalogue rules need the database.
-		err = s.deps.Store.CheckAccountCatalogue(c.Request.Context(), sup, acc)
-	}
 	return acc, sup, err
 }
 

@@ -102,6 +102,15 @@ func recoverPanics(log *slog.Logger) gin.HandlerFunc {
 // reads anything. The body is read here, once, so that an oversized body is
 // refused without buffering more than the limit.
 func bodyRules(maxBytes int64) gin.HandlerFunc {
+	return bodyRulesFor(maxBytes, func(mt string) bool { return mt == "application/json" || isJSONSuffix(mt) }, "application/json")
+}
+
+// ndjsonBodyRules are bodyRules for a body of JSON lines.
+func ndjsonBodyRules(maxBytes int64) gin.HandlerFunc {
+	return bodyRulesFor(maxBytes, func(mt string) bool { return ndjsonTypes[mt] }, "application/x-ndjson, one account per line")
+}
+
+func bodyRulesFor(maxBytes int64, accept func(mediaType string) bool, want string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
 		if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch {
@@ -114,9 +123,9 @@ func bodyRules(maxBytes int64) gin.HandlerFunc {
 		}
 		if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength > 0 {
 			mt, _, err := mime.ParseMediaType(ct)
-			if err != nil || (mt != "application/json" && !isJSONSuffix(mt)) {
+			if err != nil || !accept(mt) {
 				renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType,
-					"Unsupported media type %q in request; send application/json.", ct))
+					"Unsupported media type %q in request; send %s.", ct, want))
 				return
 			}
 		}

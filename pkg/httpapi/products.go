@@ -18,6 +18,7 @@ type ProductStore interface {
 	EachProduct(ctx context.Context, fn func(code string, product []byte) error) error
 	ProductJSON(ctx context.Context, code string) ([]byte, error)
 	CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier, a *dataimport.Account) error
+	CatalogueFunc(ctx context.Context) dataimport.CatalogueFunc
 	CheckTransactionsCatalogue(ctx context.Context, sup dataimport.Supplier, txs []dataimport.Transaction) error
 }
 

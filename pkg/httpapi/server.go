@@ -163,6 +163,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s.routes(v1)
 	s.routesV2(v2)
+	// NDJSON in, read whole: its own body rules, then v1's (validate_accounts.go).
+	va := []gin.HandlerFunc{ndjsonBodyRules(cfg.MaxBodyBytes), s.authenticate(), checkURLValues()}
+	if deps.Idempotency != nil {
+		va = append(va, s.idempotency())
+	}
+	e.POST(validateAccountsPath, append(va, s.validateAccounts)...)
 	// Streamed uploads: no bodyRules, no body-hashing idempotency (jobs.go).
 	s.jobRoutes(e.Group("/v1/data-import/jobs", s.authenticate(), checkURLValues()))
 	s.engine = e

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,9 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/gin-gonic/gin"
 
@@ -44,9 +41,6 @@ type WebhookSender interface {
 
 // webhookTestType is the event a partner's test request sends.
 const webhookTestType = "webhook.test-v1"
-
-// maxWebhookEventTypes bounds an endpoint's list of types.
-const maxWebhookEventTypes = 32
 
 // maxWebhookAttemptsPage bounds GET …/attempts/.
 const maxWebhookAttemptsPage = 100
@@ -104,10 +98,10 @@ func newWebhookAttempts(log []postgres.WebhookAttempt) []webhookAttempt {
 
 // webhookRequest is the body of POST /webhooks/ and PATCH /webhooks/<id>/.
 type webhookRequest struct {
-	URL         *string   `json:"url"`
-	EventTypes  *[]string `json:"event_types"`
-	Description *string   `json:"description"`
-	Enabled     *bool     `json:"enabled"`
+	URL         *string  `json:"url"`
+	EventTypes  []string `json:"event_types" dataimport:"max=32"` // nil: absent; [] : every type
+	Description *string  `json:"description"`
+	Enabled     *bool    `json:"enabled"`
 }
 
 // check validates the fields given; create requires url.
@@ -122,7 +116,7 @@ func (s *Server) checkWebhookRequest(ctx context.Context, r webhookRequest, crea
 		}
 	}
 	if r.EventTypes != nil {
-		for i, t := range *r.EventTypes {
+		for i, t := range r.EventTypes {
 			if _, ok := dataimport.PublishedEvent(t); !ok {
 				errs = append(errs, dataimport.FieldError{Attr: "event_types." + strconv.Itoa(i), Code: dataimport.CodeInvalidChoice,
 					Detail: fmt.Sprintf("%q is not a published event type.", t)})
@@ -130,13 +124,7 @@ func (s *Server) checkWebhookRequest(ctx context.Context, r webhookRequest, crea
 		}
 	}
 	if r.Description != nil {
-		switch d := *r.Description; {
-		case len([]rune(d)) > 500:
-			errs = append(errs, dataimport.FieldError{Attr: "description", Code: dataimport.CodeMaxLength, Detail: "Ensure this field has no more than 500 characters."})
-		case strings.ContainsFunc(d, unicode.IsControl):
-			// Stored as given: refused here rather than cleaned (partner text, see pkg/storable).
-			errs = append(errs, dataimport.FieldError{Attr: "description", Code: dataimport.CodeInvalid, Detail: "Control characters are not allowed."})
-		}
+		errs = append(errs, dataimport.CheckWebhookDescription(*r.Description)...)
 	}
 	if create && r.Enabled != nil {
 		errs = append(errs, dataimport.FieldError{Attr: "enabled", Code: dataimport.CodeUnknownField, Detail: "An endpoint is enabled when registered."})
@@ -145,24 +133,11 @@ func (s *Server) checkWebhookRequest(ctx context.Context, r webhookRequest, crea
 }
 
 func (s *Server) bindWebhookRequest(c *gin.Context, create bool) (webhookRequest, bool) {
-	// A small body (MAX_BODY_BYTES) of four fields: encoding/json, with
-	// unknown fields refused and the list's length checked after.
 	var r webhookRequest
-	dec := json.NewDecoder(bytes.NewReader(requestBody(c)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil || dec.More() {
-		detail := "JSON parse error."
-		if err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
-			detail = "Unknown field: " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
-		}
-		renderError(c, dataimport.Errorf(dataimport.CodeParseError, "%s", detail))
+	errs, err := dataimport.DecodeStrict(requestBody(c), &r)
+	if err != nil {
+		abortWithError(c, err)
 		return r, false
-	}
-	var errs []dataimport.FieldError
-	if r.EventTypes != nil && len(*r.EventTypes) > maxWebhookEventTypes {
-		errs = append(errs, dataimport.FieldError{Attr: "event_types", Code: dataimport.CodeInvalid,
-			Detail: fmt.Sprintf("At most %d event types.", maxWebhookEventTypes)})
-		r.EventTypes = nil
 	}
 	errs = append(errs, s.checkWebhookRequest(c.Request.Context(), r, create)...)
 	if len(errs) > 0 {
@@ -183,15 +158,12 @@ func (s *Server) createWebhook(c *gin.Context) {
 	if !ok {
 		return
 	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		abortWithError(c, err)
+	secret, ok := newWebhookSecret(c)
+	if !ok {
 		return
 	}
 	n := postgres.NewWebhookEndpoint{OrganisationID: principal(c).OrganisationID, URL: *r.URL, Secret: secret}
-	if r.EventTypes != nil {
-		n.EventTypes = *r.EventTypes
-	}
+	n.EventTypes = r.EventTypes
 	if r.Description != nil {
 		n.Description = *r.Description
 	}
@@ -272,7 +244,7 @@ func (s *Server) patchWebhook(c *gin.Context) {
 		return
 	}
 	if err := s.deps.Webhooks.UpdateWebhookEndpoint(partnerCtx(c), e.ID, postgres.WebhookPatch{
-		URL: r.URL, EventTypes: r.EventTypes, Enabled: r.Enabled, Description: r.Description}); err != nil {
+		URL: r.URL, EventTypes: eventTypesPatch(r.EventTypes), Enabled: r.Enabled, Description: r.Description}); err != nil {
 		abortWithError(c, err)
 		return
 	}
@@ -289,9 +261,8 @@ func (s *Server) rotateWebhookSecret(c *gin.Context) {
 	if !ok {
 		return
 	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		abortWithError(c, err)
+	secret, ok := newWebhookSecret(c)
+	if !ok {
 		return
 	}
 	if err := s.deps.Webhooks.RotateWebhookSecret(partnerCtx(c), e.ID, secret, webhook.RotationOverlap); err != nil {
@@ -377,6 +348,24 @@ func (s *Server) webhookAttempts(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, newWebhookAttempts(log))
+}
+
+// eventTypesPatch is a PATCH's event_types: nil when absent (unchanged).
+func eventTypesPatch(types []string) *[]string {
+	if types == nil {
+		return nil
+	}
+	return &types
+}
+
+// newWebhookSecret draws a signing secret, or answers 500.
+func newWebhookSecret(c *gin.Context) (string, bool) {
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		abortWithError(c, err)
+		return "", false
+	}
+	return secret, true
 }
 
 // webhookURL is the address of endpoint id.

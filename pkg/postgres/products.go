@@ -329,15 +329,14 @@ func (db *DB) CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier
 	if !sup.RequireProducts {
 		return nil
 	}
-	tariffs, products := a.CatalogueCodes()
-	cat, err := db.Catalogue(ctx, tariffs, products)
-	if err != nil {
-		return err
+	return dataimport.CheckAccountCatalogue(a, db.CatalogueFunc(ctx))
+}
+
+// CatalogueFunc is Catalogue bound to ctx, for dataimport.AccountRules.
+func (db *DB) CatalogueFunc(ctx context.Context) dataimport.CatalogueFunc {
+	return func(tariffs, products []string) (dataimport.Catalogue, error) {
+		return db.Catalogue(ctx, tariffs, products)
 	}
-	if errs := dataimport.CheckCatalogue(a, cat); len(errs) > 0 {
-		return dataimport.ValidationError(dataimport.CodeAccountFailedValidation, "Account failed validation.", errs)
-	}
-	return nil
 }
 
 // CheckTransactionsCatalogue is the transactions endpoint's check of

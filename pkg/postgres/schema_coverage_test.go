@@ -291,11 +291,21 @@ var schemaCoverage = map[string]coverage{
 	"operators.id bigint":                                        notFromPartner(aKey),
 	// Webhooks (migration 00011): endpoints are registered by operators
 	// (importctl webhook), the rest is written by the delivery workers.
-	"check webhook_endpoints.webhook_endpoints_url_check":               notFromPartner(operators + " (webhook.Guard.CheckURL refuses a URL over 2048 characters first)"),
-	"check webhook_endpoints.webhook_endpoints_secret_check":            notFromPartner("drawn by our code (webhook.NewSecret)"),
-	"check webhook_endpoints.webhook_endpoints_disabled_reason_check":   notFromPartner("written by our code (a 410, or an operator's disable)"),
-	"check webhook_endpoints.webhook_endpoints_check":                   notFromPartner(ourState + " (disabled endpoints say why)"),
-	"check webhook_endpoints.webhook_endpoints_cursor_position_check":   notFromPartner("an event position the dispatcher read"),
+	"check webhook_endpoints.webhook_endpoints_url_check":             notFromPartner(operators + " (webhook.Guard.CheckURL refuses a URL over 2048 characters first)"),
+	"check webhook_endpoints.webhook_endpoints_secret_check":          notFromPartner("drawn by our code (webhook.NewSecret)"),
+	"check webhook_endpoints.webhook_endpoints_disabled_reason_check": notFromPartner("written by our code (a 410, or an operator's disable)"),
+	"check webhook_endpoints.webhook_endpoints_check":                 notFromPartner(ourState + " (disabled endpoints say why)"),
+	"check webhook_endpoints.webhook_endpoints_cursor_position_check": notFromPartner("an event position the dispatcher read"),
+	// Partner self-serve webhooks (migration 00020).
+	"check webhook_endpoints.webhook_endpoints_description_check": refusedBy(example{dataimport.CodeMaxLength, "description",
+		func() []dataimport.FieldError { return dataimport.CheckWebhookDescription(strings.Repeat("d", 501)) }}),
+	"check webhook_endpoints.webhook_endpoints_previous_secret_check": notFromPartner("drawn by our code (webhook.NewSecret), kept at a rotation"),
+	"check webhook_endpoints.webhook_endpoints_check1":                notFromPartner(ourState + " (a rotation sets both, its overlap end with the old secret)"),
+	// Job errors stored once per job (migration 00019).
+	"import_job_errors.hash bigint":                                     notFromPartner("a hash our code computes (postgres.ErrorHash)"),
+	"import_job_errors.job_id bigint":                                   notFromPartner(aKey),
+	"import_job_errors.n bigint":                                        notFromPartner("a count of lines our code keeps"),
+	"import_job_records.error_hash bigint":                              notFromPartner("a hash our code computes (postgres.ErrorHash)"),
 	"check webhook_deliveries.webhook_deliveries_attempts_check":        notFromPartner("counts attempts; our code increments it"),
 	"check webhook_deliveries.webhook_deliveries_state_check":           notFromPartner(ourState),
 	"check webhook_deliveries.webhook_deliveries_last_status_check":     notFromPartner("an HTTP status a receiver answered (net/http refuses others)"),

@@ -124,9 +124,14 @@ func webhookTarget(id int64) string { return "webhook:" + strconv.FormatInt(id, 
 
 // WebhookEndpoints lists endpoints, of one organisation when org is not "".
 func (db *DB) WebhookEndpoints(ctx context.Context, org string) ([]WebhookEndpoint, error) {
+	return db.listEndpoints(ctx, `o.name = $1 OR $1 = ''`, org)
+}
+
+// listEndpoints lists the endpoints matching where (over w and o), oldest first.
+func (db *DB) listEndpoints(ctx context.Context, where string, args ...any) ([]WebhookEndpoint, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT `+endpointColumns+`
 		  FROM webhook_endpoints w JOIN organisations o ON o.id = w.organisation_id
-		 WHERE $1 = '' OR o.name = $1 ORDER BY w.id`, org)
+		 WHERE `+where+` ORDER BY w.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
 	}

@@ -30,22 +30,7 @@ func (db *DB) OrgWebhookEndpoint(ctx context.Context, orgID, id int64) (WebhookE
 // OrgWebhookEndpoints lists organisation orgID's endpoints, oldest first
 // (at most MaxWebhookEndpointsPerOrg).
 func (db *DB) OrgWebhookEndpoints(ctx context.Context, orgID int64) ([]WebhookEndpoint, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT `+endpointColumns+`
-		  FROM webhook_endpoints w JOIN organisations o ON o.id = w.organisation_id
-		 WHERE w.organisation_id = $1 ORDER BY w.id`, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", err)
-	}
-	defer rows.Close()
-	out := []WebhookEndpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list webhook endpoints: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return db.listEndpoints(ctx, `w.organisation_id = $1`, orgID)
 }
 
 // WebhookEndpointHealth is one endpoint's health (as the console shows it).

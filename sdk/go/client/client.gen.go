@@ -2682,6 +2682,19 @@ type ValidateAccountParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ValidateAccountsParams defines parameters for ValidateAccounts.
+type ValidateAccountsParams struct {
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ValidateProductsParams defines parameters for ValidateProducts.
 type ValidateProductsParams struct {
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
@@ -3758,6 +3771,17 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/data-import/validate-account/ (the `ValidateAccount` operationId).
 	ValidateAccount(ctx context.Context, params *ValidateAccountParams, body ValidateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ValidateAccountsWithBody Validate many accounts
+	//
+	// Runs validate-account's rules (the account's supplier's phone region, market and product catalogue) on every line of an
+	// NDJSON body, one account per line, and answers NDJSON: one result per non-blank line, in order. Nothing is staged or
+	// recorded. At most 1000 accounts and MAX_BODY_BYTES per request. `migrator convert --validate --remote` uses it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/data-import/validate-accounts/ (the `ValidateAccounts` operationId).
+	ValidateAccountsWithBody(ctx context.Context, params *ValidateAccountsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ValidateProductsWithBody Validate products
 	//
 	// Runs every product rule and reports all errors at once. Nothing is stored. Any API key may call it.
@@ -4649,6 +4673,27 @@ func (c *Client) ValidateAccountWithBody(ctx context.Context, params *ValidateAc
 // Corresponds with POST /v1/data-import/validate-account/ (the `ValidateAccount` operationId).
 func (c *Client) ValidateAccount(ctx context.Context, params *ValidateAccountParams, body ValidateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewValidateAccountRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ValidateAccountsWithBody Validate many accounts
+//
+// Runs validate-account's rules (the account's supplier's phone region, market and product catalogue) on every line of an
+// NDJSON body, one account per line, and answers NDJSON: one result per non-blank line, in order. Nothing is staged or
+// recorded. At most 1000 accounts and MAX_BODY_BYTES per request. `migrator convert --validate --remote` uses it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/data-import/validate-accounts/ (the `ValidateAccounts` operationId).
+func (c *Client) ValidateAccountsWithBody(ctx context.Context, params *ValidateAccountsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewValidateAccountsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6711,6 +6756,50 @@ func NewValidateAccountRequestWithBody(server string, params *ValidateAccountPar
 	return req, nil
 }
 
+// NewValidateAccountsRequestWithBody constructs an http.Request for the ValidateAccounts method, with any body, and a specified content type
+func NewValidateAccountsRequestWithBody(server string, params *ValidateAccountsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/validate-accounts/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewValidateProductsRequest calls the generic ValidateProducts builder with application/json body
 func NewValidateProductsRequest(server string, params *ValidateProductsParams, body ValidateProductsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7854,6 +7943,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/data-import/validate-account/ (the `ValidateAccount` operationId).
 	ValidateAccountWithResponse(ctx context.Context, params *ValidateAccountParams, body ValidateAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*ValidateAccountResponse, error)
+
+	// ValidateAccountsWithBodyWithResponse Validate many accounts
+	//
+	// Runs validate-account's rules (the account's supplier's phone region, market and product catalogue) on every line of an
+	// NDJSON body, one account per line, and answers NDJSON: one result per non-blank line, in order. Nothing is staged or
+	// recorded. At most 1000 accounts and MAX_BODY_BYTES per request. `migrator convert --validate --remote` uses it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/validate-accounts/ (the `ValidateAccounts` operationId).
+	ValidateAccountsWithBodyWithResponse(ctx context.Context, params *ValidateAccountsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ValidateAccountsResponse, error)
 
 	// ValidateProductsWithBodyWithResponse Validate products
 	//
@@ -12418,6 +12518,194 @@ func (r ValidateAccountResponse) ContentType() string {
 	return ""
 }
 
+// ValidateAccountsResponse200Headers the declared response headers of an HTTP 200 response for ValidateAccounts
+type ValidateAccountsResponse200Headers struct {
+	IdempotentReplayed *string
+	XRequestID         string
+}
+
+// ValidateAccountsResponse400Headers the declared response headers of an HTTP 400 response for ValidateAccounts
+type ValidateAccountsResponse400Headers struct {
+	IdempotentReplayed *string
+	XRequestID         string
+}
+
+// ValidateAccountsResponse401Headers the declared response headers of an HTTP 401 response for ValidateAccounts
+type ValidateAccountsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// ValidateAccountsResponse405Headers the declared response headers of an HTTP 405 response for ValidateAccounts
+type ValidateAccountsResponse405Headers struct {
+	XRequestID string
+}
+
+// ValidateAccountsResponse409Headers the declared response headers of an HTTP 409 response for ValidateAccounts
+type ValidateAccountsResponse409Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+// ValidateAccountsResponse413Headers the declared response headers of an HTTP 413 response for ValidateAccounts
+type ValidateAccountsResponse413Headers struct {
+	XRequestID string
+}
+
+// ValidateAccountsResponse415Headers the declared response headers of an HTTP 415 response for ValidateAccounts
+type ValidateAccountsResponse415Headers struct {
+	XRequestID string
+}
+
+// ValidateAccountsResponse422Headers the declared response headers of an HTTP 422 response for ValidateAccounts
+type ValidateAccountsResponse422Headers struct {
+	XRequestID string
+}
+
+// ValidateAccountsResponse500Headers the declared response headers of an HTTP 500 response for ValidateAccounts
+type ValidateAccountsResponse500Headers struct {
+	XRequestID string
+}
+
+// ValidateAccountsResponse503Headers the declared response headers of an HTTP 503 response for ValidateAccounts
+type ValidateAccountsResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type ValidateAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInUse
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ValidateAccountsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ValidateAccountsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ValidateAccountsResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ValidateAccountsResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ValidateAccountsResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ValidateAccountsResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ValidateAccountsResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ValidateAccountsResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ValidateAccountsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ValidateAccountsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ValidateAccountsResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ValidateAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ValidateAccountsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ValidateAccountsResponse) GetJSON409() *IdempotencyKeyInUse {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ValidateAccountsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ValidateAccountsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ValidateAccountsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ValidateAccountsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ValidateAccountsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ValidateAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ValidateAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ValidateAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ValidateAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ValidateProductsResponse200Headers the declared response headers of an HTTP 200 response for ValidateProducts
 type ValidateProductsResponse200Headers struct {
 	IdempotentReplayed *string
@@ -15430,6 +15718,23 @@ func (c *ClientWithResponses) ValidateAccountWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseValidateAccountResponse(rsp)
+}
+
+// ValidateAccountsWithBodyWithResponse Validate many accounts
+//
+// Runs validate-account's rules (the account's supplier's phone region, market and product catalogue) on every line of an
+// NDJSON body, one account per line, and answers NDJSON: one result per non-blank line, in order. Nothing is staged or
+// recorded. At most 1000 accounts and MAX_BODY_BYTES per request. `migrator convert --validate --remote` uses it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/validate-accounts/ (the `ValidateAccounts` operationId).
+func (c *ClientWithResponses) ValidateAccountsWithBodyWithResponse(ctx context.Context, params *ValidateAccountsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ValidateAccountsResponse, error) {
+	rsp, err := c.ValidateAccountsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseValidateAccountsResponse(rsp)
 }
 
 // ValidateProductsWithBodyWithResponse Validate products
@@ -20734,6 +21039,234 @@ func ParseValidateAccountResponse(rsp *http.Response) (*ValidateAccountResponse,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ValidateAccountResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseValidateAccountsResponse parses an HTTP response from a ValidateAccountsWithResponse call
+func ParseValidateAccountsResponse(rsp *http.Response) (*ValidateAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ValidateAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ValidateAccountsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ValidateAccountsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ValidateAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ValidateAccountsResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers ValidateAccountsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ValidateAccountsResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ValidateAccountsResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ValidateAccountsResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers ValidateAccountsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ValidateAccountsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

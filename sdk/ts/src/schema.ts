@@ -70,6 +70,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/validate-accounts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Validate many accounts
+         * @description Runs validate-account's rules (the account's supplier's phone region, market and product catalogue) on every line of an
+         *     NDJSON body, one account per line, and answers NDJSON: one result per non-blank line, in order. Nothing is staged or
+         *     recorded. At most 1000 accounts and MAX_BODY_BYTES per request. `migrator convert --validate --remote` uses it.
+         */
+        post: operations["validateAccounts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/data-import/account-import-process/create-or-update/": {
         parameters: {
             query?: never;
@@ -2116,6 +2138,70 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
                         code?: "invalid_idempotency_key" | "account_failed_validation" | "invalid_payload" | "parse_error" | "import_supplier_not_found";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    validateAccounts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description One line per non-blank line of the body, in order: `line` (the body's line number, from 1), `external_account_number` (when the line has a usable one), `valid`, and when not valid the `code` and `detail` validate-account answers (`account_failed_validation`, `parse_error`, `import_supplier_not_found`…) with `errors` (each with `attr`, `code`, `detail`; empty when valid). */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /**
+             * @description `invalid_payload`: more than 1000 accounts (lines) in the body. An invalid account is not a 400: it is a result line
+             *     with `valid: false`.
+             */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_idempotency_key" | "invalid_payload";
                     };
                 };
             };
