@@ -53,6 +53,10 @@ CREATE TABLE import_failures (
     resolved_at             timestamptz,
     UNIQUE (supplier_id, external_account_number, source, fingerprint)
 );
+-- As every TOASTable column (00016).
+ALTER TABLE import_failures ALTER COLUMN external_account_number SET COMPRESSION lz4,
+    ALTER COLUMN source SET COMPRESSION lz4, ALTER COLUMN codes SET COMPRESSION lz4,
+    ALTER COLUMN attrs SET COMPRESSION lz4, ALTER COLUMN error SET COMPRESSION lz4;
 -- The partner list reads one supplier's records in id order. The summary
 -- reads every record of a supplier (or of one of its jobs) from the index
 -- alone: it carries what the summary needs (an index-only scan of 30,000

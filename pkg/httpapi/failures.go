@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -157,6 +156,30 @@ func (s *Server) failureParams(c *gin.Context, names []string) (postgres.Failure
 	return q, format, true
 }
 
+// failureBody is a failure record on the wire: times in the API's one
+// datetime form.
+type failureBody struct {
+	ID                    string                  `json:"id"`
+	ImportSupplier        string                  `json:"import_supplier"`
+	ExternalAccountNumber string                  `json:"external_account_number"`
+	Source                string                  `json:"source"`
+	Job                   *int64                  `json:"job"`
+	Line                  *int64                  `json:"line"`
+	Code                  string                  `json:"code"`
+	Detail                string                  `json:"detail"`
+	Errors                []dataimport.FieldError `json:"errors"`
+	FirstSeen             dataimport.DateTime     `json:"first_seen"`
+	LastSeen              dataimport.DateTime     `json:"last_seen"`
+	Occurrences           int64                   `json:"occurrences"`
+	ResolvedAt            *dataimport.DateTime    `json:"resolved_at"`
+}
+
+func newFailureBody(f postgres.Failure) failureBody {
+	return failureBody{ID: f.ID, ImportSupplier: f.ImportSupplier, ExternalAccountNumber: f.ExternalAccountNumber, Source: f.Source,
+		Job: f.Job, Line: f.Line, Code: f.Code, Detail: f.Detail, Errors: f.Errors, FirstSeen: dataimport.NewDateTime(f.FirstSeen),
+		LastSeen: dataimport.NewDateTime(f.LastSeen), Occurrences: f.Occurrences, ResolvedAt: wireTimePtr(f.ResolvedAt)}
+}
+
 // FailureCSVHeader is the failures list's CSV header: the first field
 // error's code and attr come first, as in job results.
 var FailureCSVHeader = []string{"id", "external_account_number", "source", "job", "line", "error_code", "error_attr", "error_detail",
@@ -182,13 +205,7 @@ func (s *Server) listFailures(c *gin.Context) {
 	n, last := 0, int64(0)
 	switch format {
 	case "csv":
-		c.Header("Content-Type", "text/csv; charset=utf-8")
-		c.Header("Content-Disposition", `attachment; filename="failures.csv"`)
-		c.Status(http.StatusOK)
-		_, _ = w.WriteString("\ufeff")
-		cw := csv.NewWriter(w)
-		cw.UseCRLF = true
-		_ = cw.Write(FailureCSVHeader)
+		cw := startCSV(c, w, "failures.csv", FailureCSVHeader)
 		write = func(f postgres.Failure) error {
 			code, attr, detail := firstFieldError(f.Code, f.Detail, f.Errors)
 			resolved := ""
@@ -204,7 +221,7 @@ func (s *Server) listFailures(c *gin.Context) {
 		c.Header("Content-Type", "application/x-ndjson")
 		c.Status(http.StatusOK)
 		enc := json.NewEncoder(w)
-		write = func(f postgres.Failure) error { return enc.Encode(f) }
+		write = func(f postgres.Failure) error { return enc.Encode(newFailureBody(f)) }
 		end = func(string) {}
 	default:
 		c.Header("Content-Type", "application/json; charset=utf-8")
@@ -214,7 +231,7 @@ func (s *Server) listFailures(c *gin.Context) {
 			if n > 0 {
 				_ = w.WriteByte(',')
 			}
-			b, err := json.Marshal(f)
+			b, err := json.Marshal(newFailureBody(f))
 			if err != nil {
 				return err
 			}

@@ -762,13 +762,7 @@ func (s *Server) jobResults(c *gin.Context) {
 	w := bufio.NewWriterSize(c.Writer, 32<<10)
 	var write func(dataimport.JobRecord) error
 	if format == "csv" {
-		c.Header("Content-Type", "text/csv; charset=utf-8")
-		c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="job-%d-%s.csv"`, id, filter))
-		c.Status(http.StatusOK)
-		_, _ = w.WriteString("\ufeff")
-		cw := csv.NewWriter(w)
-		cw.UseCRLF = true
-		_ = cw.Write(JobResultsCSVHeader)
+		cw := startCSV(c, w, fmt.Sprintf("job-%d-%s.csv", id, filter), JobResultsCSVHeader)
 		write = func(r dataimport.JobRecord) error {
 			code, attr, detail := firstFieldError(r.Code, r.Detail, r.Errors)
 			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, deref(r.PlatformAccountNumber),
@@ -791,6 +785,19 @@ func (s *Server) jobResults(c *gin.Context) {
 		logger(c).WarnContext(ctx, "job results stream stopped", "job_id", id, "err", err.Error())
 		c.Abort()
 	}
+}
+
+// startCSV answers 200 with a CSV download: a spreadsheet-friendly BOM,
+// CRLF rows, header first.
+func startCSV(c *gin.Context, w *bufio.Writer, filename string, header []string) *csv.Writer {
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="`+filename+`"`)
+	c.Status(http.StatusOK)
+	_, _ = w.WriteString("\ufeff")
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	_ = cw.Write(header)
+	return cw
 }
 
 // deref is a CSV cell of a field that may be null: empty.
