@@ -54,11 +54,7 @@ func walkthroughBlocks(t *testing.T, readme []byte, heading string) string {
 // key run.sh printed. Any refusal (curl --fail-with-body under set -e) or a
 // step that does not reach its stated answer fails the test.
 func TestReadmeWalkthroughOnAMakeRunStack(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq", "gzip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the walk-through needs %s (README: prerequisites): %v", tool, err)
-		}
-	}
+	testutil.Tools(t, "bash", "curl", "jq", "gzip") // the README's prerequisites
 	root := testutil.RepoRoot()
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {

@@ -68,6 +68,10 @@ func (s *Server) recordRefusal(c *gin.Context, sup dataimport.Supplier, body []b
 // failureParams reads and checks the query (names lists what this endpoint
 // takes), reporting every problem at once.
 func (s *Server) failureParams(c *gin.Context, names []string) (postgres.FailureQuery, string, bool) {
+	if s.deps.Failures == nil { // a server built without the failures store
+		abortWithError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
+		return postgres.FailureQuery{}, "", false
+	}
 	q := postgres.FailureQuery{OrganisationID: principal(c).OrganisationID, Limit: DefaultFailuresPage}
 	format := "json"
 	var errs []dataimport.FieldError
@@ -189,10 +193,6 @@ var FailureCSVHeader = []string{"id", "external_account_number", "source", "job"
 // id order, streamed from Postgres as one JSON object, NDJSON or CSV;
 // next (and the Link header) is the cursor of the next page, "" at the end.
 func (s *Server) listFailures(c *gin.Context) {
-	if s.deps.Failures == nil {
-		abortWithError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
-		return
-	}
 	q, format, ok := s.failureParams(c, failureParamNames)
 	if !ok {
 		return
@@ -279,10 +279,6 @@ type failureSummaryBody struct {
 // attr) of the records' field errors, how many unresolved and resolved,
 // with an example account.
 func (s *Server) failureSummary(c *gin.Context) {
-	if s.deps.Failures == nil {
-		abortWithError(c, dataimport.Errorf(dataimport.CodeNotFound, "Not found."))
-		return
-	}
 	q, _, ok := s.failureParams(c, summaryParamNames)
 	if !ok {
 		return

@@ -87,3 +87,18 @@ func repoRoot() string {
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "..", "..")
 }
+
+// Tools makes sure each command is on PATH, installing Debian's package of
+// the same name when one is missing (as make run would); it fails the test
+// when that cannot be done.
+func Tools(tb testing.TB, commands ...string) {
+	tb.Helper()
+	for _, c := range commands {
+		if _, err := exec.LookPath(c); err == nil {
+			continue
+		}
+		if out, err := aptInstall(c); err != nil {
+			tb.Fatalf("%s is missing and could not be installed (%v)\n%.2000s", c, err, out)
+		}
+	}
+}
