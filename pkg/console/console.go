@@ -69,6 +69,9 @@ type Deps struct {
 	// StoreWebhooks reads the webhook section from the store.
 	Webhooks WebhookHealth
 	BulkJobs BulkJobProgress
+	// Replicas lists the live processes (their heartbeats); nil shows
+	// "not available".
+	Replicas ReplicaList
 }
 
 // WebhookHealth lists webhook endpoints and their health for the overview.
