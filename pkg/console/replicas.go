@@ -76,4 +76,6 @@ func (c *Console) loadReplicas(ctx context.Context) ReplicaSection {
 }
 
 // SeenAgo is how long ago the last heartbeat was.
-func (r ReplicaView) SeenAgo() string { return time.Since(r.SeenAt).Round(time.Second).String() + " ago" }
+func (r ReplicaView) SeenAgo() string {
+	return time.Since(r.SeenAt).Round(time.Second).String() + " ago"
+}

@@ -102,12 +102,16 @@ func ReplicaDifferences(rs []Replica) map[string][]string {
 	add(func(r Replica) string { return r.Version }, func(mine, ref Replica) string {
 		return fmt.Sprintf("version %s (others: %s)", mine.Version, ref.Version)
 	})
-	add(func(r Replica) string { return strings.Join(slices.Sorted(slices.Values(r.Settings.PaymentVendors)), ",") },
+	add(func(r Replica) string {
+		return strings.Join(slices.Sorted(slices.Values(r.Settings.PaymentVendors)), ",")
+	},
 		func(mine, ref Replica) string {
 			return "payment vendors: " + listDifference(mine.Settings.PaymentVendors, ref.Settings.PaymentVendors)
 		})
 	add(func(r Replica) string { return strings.Join(slices.Sorted(slices.Values(r.Settings.Markets)), ",") },
-		func(mine, ref Replica) string { return "markets: " + listDifference(mine.Settings.Markets, ref.Settings.Markets) })
+		func(mine, ref Replica) string {
+			return "markets: " + listDifference(mine.Settings.Markets, ref.Settings.Markets)
+		})
 	names := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.Settings.Switches {
