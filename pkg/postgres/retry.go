@@ -90,7 +90,7 @@ func (db *DB) RetryFailures(ctx context.Context, q FailureQuery) (Retried, error
 
 // RetryJob re-runs the failed lines of one job of the organisation (orgID
 // 0: an operator, any organisation's job, audited) whose field errors match
-// code and attr ("" matches any). A job that does not exist, or is another
+// code and attr (empty matches any). A job that does not exist, or is another
 // organisation's, is ErrJobNotFound; one whose state forbids it is
 // dataimport.CodeJobNotRetryable. Nothing matching is 0, not an error.
 func (db *DB) RetryJob(ctx context.Context, orgID, jobID int64, code, attr string) (Retried, error) {
@@ -182,10 +182,10 @@ func (db *DB) retry(ctx context.Context, sc retryScope, check func(context.Conte
 	return out, nil
 }
 
-// matchErrors is the SQL condition "a field error of the error JSON $col
-// has code $c and attr $a" ('' matches any), as the failures filter reads
-// them (import_failure_fields: an error without field errors is its
-// envelope code at attr '').
+// matchErrors is the SQL condition "a field error of the error JSON col
+// has code c and attr a" (an empty one matches any), as the failures
+// filter reads them (import_failure_fields: an error without field errors
+// is its envelope code at an empty attr).
 func matchErrors(col, c, a string) string {
 	return fmt.Sprintf(`((%[2]s::text = '' AND %[3]s::text = '') OR EXISTS (SELECT 1 FROM import_failure_fields(%[1]s) u
 		WHERE (%[2]s::text = '' OR u.code = %[2]s) AND (%[3]s::text = '' OR u.attr = %[3]s)))`, col, c, a)
