@@ -21,6 +21,10 @@ const CodeAccountNotRetryable = "account_not_retryable"
 // not marked skipped.
 const CodeAccountNotSkipped = "account_not_skipped"
 
+// CodeJobNotCancellable answers an operator's cancel of a job that has
+// already finished (the partner's cancel answers such a job as it is).
+const CodeJobNotCancellable = "job_not_cancellable"
+
 // JobRetryRefusal says why a job's failed lines cannot be re-run now; nil
 // when they can. Only a job whose lines are its own to run again may: a
 // job still receiving has no final lines yet, a cancelled one was stopped
