@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
@@ -125,5 +126,54 @@ func TestRetryFailedCreationsByFilter(t *testing.T) {
 	// Nothing is retried twice: what was retried is on its way.
 	if n, err := e.db.RetryFailedCreations(e.ctx, postgres.FailureQuery{SupplierID: s.ID, OrganisationID: orgA, Code: "product_not_found"}); err != nil || n != 0 {
 		t.Errorf("second retry: %d %v", n, err)
+	}
+}
+
+// Regression: FinishJobIfDone waiting for a retry's lock on the job row
+// completed the job over the lines that retry had just put back (its
+// UPDATE re-checked the job row after the wait, but not the lines: the
+// subquery kept its old snapshot), leaving them staged in a COMPLETED job
+// that no worker would ever look at again.
+func TestFinishJobIfDoneSeesLinesARetryPutBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.supplier("RACE", false)
+	o, err := e.db.CreateOrganisation(e.ctx, "Race Partner")
+	e.must(err)
+	var id int64
+	e.must(e.g.Raw(`INSERT INTO import_jobs (organisation_id, supplier_id, state, n_received, n_failed) VALUES (?, ?, 'PROCESSING', 1, 1) RETURNING id`,
+		o.ID, s.ID).Scan(&id).Error)
+	e.must(e.g.Exec(`INSERT INTO import_job_records (job_id, line, external_account_number, payload, outcome, staged_version, attempt)
+		VALUES (?, 1, 'X', '{}', 'failed', 1, 1)`, id).Error)
+	// The retry's transaction, held open with the job locked and the line back.
+	tx := e.g.Begin()
+	e.must(tx.Exec(`SELECT 1 FROM import_jobs WHERE id = ? FOR NO KEY UPDATE`, id).Error)
+	e.must(tx.Exec(`UPDATE import_job_records SET outcome = 'staged', attempt = NULL WHERE job_id = ?`, id).Error)
+	e.must(tx.Exec(`UPDATE import_jobs SET n_failed = 0, n_staged = 1 WHERE id = ?`, id).Error)
+	type result struct {
+		done bool
+		err  error
+	}
+	finished := make(chan result, 1)
+	go func() {
+		done, err := e.db.FinishJobIfDone(e.ctx, id)
+		finished <- result{done, err}
+	}()
+	// Wait until it waits for the lock, then commit the retry.
+	for range 200 {
+		var waiting int64
+		e.scalar(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+		if waiting > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.must(tx.Commit().Error)
+	r := <-finished
+	e.must(r.err)
+	var state string
+	e.scalar(&state, `SELECT state FROM import_jobs WHERE id = ?`, id)
+	if r.done || state != "PROCESSING" {
+		t.Fatalf("FinishJobIfDone after the retry committed: done %v, job %s; want the job PROCESSING with its line staged", r.done, state)
 	}
 }
