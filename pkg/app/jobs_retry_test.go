@@ -194,3 +194,81 @@ func TestJobRetryFailedCreationsByCode(t *testing.T) {
 		t.Errorf("unknown parameter: %d %s", r.Status, r.Body)
 	}
 }
+
+// The console's retry (RetryFailedCreations) of accounts whose creation
+// failed outside any job: each gets a scheduled attempt from its staged
+// payload, which the worker's reconciler starts (the store has no queue)
+// under the cap; accounts failed for another cause stay failed, and the
+// retried ones' failure records are resolved by their creation.
+func TestRetryFailedCreationsOutsideJobs(t *testing.T) {
+	p := newPipeline(t)
+	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
+	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
+		t.Fatalf("products: %d %s", r.Status, r.Body)
+	}
+	const good = `"product_code": "DEMO-VAR-24-02",`
+	edits := map[string]string{"EXT-L1": `"product_code": "LATE-VAR-24-02",`, "EXT-L2": `"product_code": "LATE-VAR-24-02",`,
+		"EXT-L3": `"product_code": "LATE-VAR-24-02",`, "EXT-T1": `"tariff_code": "NO-SUCH-TARIFF",`}
+	for ext, edit := range edits {
+		body := p.account(ext)
+		if !strings.Contains(body, good) {
+			t.Fatalf("sample account lacks %s", good)
+		}
+		if r := p.As(p.token, http.MethodPost, stagePath, strings.Replace(body, good, edit, 1)); r.Status >= 300 {
+			t.Fatalf("stage %s: %d %s", ext, r.Status, r.Body)
+		}
+	}
+	on := true
+	if _, err := p.DB.UpdateSupplierSettings(t.Context(), "DEMO_ENERGY", postgres.SupplierSettings{RequireProducts: &on}); err != nil {
+		t.Fatal(err)
+	}
+	p.StartWorker()
+	for ext := range edits {
+		if r := p.create(ext, nil); r.Status != http.StatusBadRequest {
+			t.Fatalf("create %s: %d %s", ext, r.Status, r.Body)
+		}
+	}
+	if fs, _ := p.failures(p.token, "import_supplier=DEMO_ENERGY&source=create&resolved=false"); len(fs) != 4 {
+		t.Fatalf("%d creation failures, want 4: %+v", len(fs), fs)
+	}
+	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", lateProduct(t)); r.Status >= 300 {
+		t.Fatalf("late product: %d %s", r.Status, r.Body)
+	}
+	sup, err := p.DB.SupplierByCode(t.Context(), "DEMO_ENERGY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One at a time: the retried attempts wait for their slot like any v2 account.
+	if err := p.DB.SetConcurrencyLimit(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	n, err := p.DB.RetryFailedCreations(postgres.WithActor(t.Context(), "operator:alice"), postgres.FailureQuery{SupplierID: sup.ID, Code: "product_not_found"})
+	if err != nil || n != 3 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, ext := range []string{"EXT-L1", "EXT-L2", "EXT-L3"} {
+		for p.status(ext)["status"] != "COMPLETED" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still %v after the retry", ext, p.status(ext))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if s := p.status("EXT-T1"); s["status"] != "UNKNOWN" {
+		t.Errorf("EXT-T1 (another cause): %v", s)
+	}
+	if n := p.count(`SELECT count(*) FROM accounts`); n != 3 {
+		t.Errorf("%d accounts, want 3", n)
+	}
+	if fs, _ := p.failures(p.token, "import_supplier=DEMO_ENERGY&source=create&resolved=true"); len(fs) != 3 {
+		t.Errorf("%d creation failures resolved, want 3", len(fs))
+	}
+	if n := p.count(`SELECT count(*) FROM audit_log WHERE actor = 'operator:alice' AND action = ?`, postgres.AuditFailuresRetry); n != 1 {
+		t.Errorf("%d audit rows of the retry", n)
+	}
+}
