@@ -153,6 +153,15 @@ func TestJobRetryFailedCreationsByCode(t *testing.T) {
 			t.Errorf("%s = %d, want %d", q, got, want)
 		}
 	}
+	// Each time the job ended it said so, with the counters it ended with.
+	var ends []string
+	if err := p.DB.Gorm().Raw(`SELECT data->'counters'->>'created' || '/' || (data->'counters'->>'failed') FROM import_process_events
+		WHERE event = 'JOB_COMPLETED' AND (data->>'job_id')::bigint = ? ORDER BY id`, id).Scan(&ends).Error; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ends, " ") != "10/35 40/5" {
+		t.Errorf("job ends (created/failed): %v, want 10/35 then 40/5", ends)
+	}
 	// The retried accounts' failure records are resolved, the others not.
 	fs, _ := p.failures(p.token, fmt.Sprintf("import_supplier=DEMO_ENERGY&job=%d&code=product_not_found&resolved=true&limit=1000", id))
 	if len(fs) != 30 {
