@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -190,7 +191,7 @@ func (s *Server) rerun(c *gin.Context, jobID int64, sup dataimport.Supplier, mkt
 	sum.NotRetryable = res.Counts[dataimport.RerunNotRetryable]
 	sum.AlreadyImported = res.Counts[dataimport.RerunAlreadyImported]
 	sum.DuplicateLine = res.Counts[dataimport.RerunDuplicateLine]
-	refused := invalid
+	refused := append([]rerunLine{}, invalid...)
 	for _, r := range res.Refused {
 		l := rerunLine{Line: r.Line, ExternalAccountNumber: r.External, Outcome: r.Answer, JobLine: r.JobLine, Errors: []dataimport.FieldError{}}
 		if r.JobLine != nil {
@@ -277,4 +278,21 @@ func (k *streamedClaim) settle(c *gin.Context) {
 
 func init() {
 	statusByCode[dataimport.CodeJobNotRerunnable] = http.StatusConflict
+}
+
+// historyCell is a line's history in one CSV cell: each earlier outcome as
+// "<at> <outcome>: <errors>" (the errors as the errors column joins them),
+// separated by " || ".
+func historyCell(h []dataimport.JobLineHistory) string {
+	parts := make([]string, len(h))
+	for i, e := range h {
+		parts[i] = e.At.String() + " " + e.Outcome
+		switch {
+		case len(e.Errors) > 0:
+			parts[i] += ": " + joinFieldErrors(e.Errors)
+		case e.Code != "":
+			parts[i] += ": " + e.Code + ": " + e.Detail
+		}
+	}
+	return strings.Join(parts, " || ")
 }

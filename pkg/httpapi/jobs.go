@@ -766,9 +766,11 @@ var resultOutcomes = map[string][]string{
 // JobResultsCSVHeader is the job results' CSV header. error_code and
 // error_attr are the first field error's (the field code, e.g.
 // invalid_mpan, that partners sort by), falling back to the envelope code
-// for a line without field errors; envelope_code is the line's own code.
+// for a line without field errors; envelope_code is the line's own code;
+// history is the line's earlier outcomes, replaced by a re-run, oldest
+// first (historyCell).
 var JobResultsCSVHeader = []string{"line", "external_account_number", "outcome", "platform_account_number",
-	"error_code", "error_attr", "error_detail", "errors", "envelope_code"}
+	"error_code", "error_attr", "error_detail", "errors", "envelope_code", "history"}
 
 // jobResults serves GET /jobs/<id>/results/: one line per line of the
 // body, streamed from Postgres, as NDJSON or as CSV that opens cleanly in a
@@ -812,7 +814,7 @@ func (s *Server) jobResults(c *gin.Context) {
 		write = func(r dataimport.JobRecord) error {
 			code, attr, detail := firstFieldError(r.Code, r.Detail, r.Errors)
 			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, deref(r.PlatformAccountNumber),
-				code, cell(attr), cell(detail), cell(joinFieldErrors(r.Errors)), r.Code})
+				code, cell(attr), cell(detail), cell(joinFieldErrors(r.Errors)), r.Code, cell(historyCell(r.History))})
 			cw.Flush()
 			return err
 		}
