@@ -106,6 +106,10 @@ const classifyCorrections = `
 	  LEFT JOIN import_processes p ON p.supplier_id = $3 AND p.external_account_number = c.external_account_number
 	 WHERE c.job_id = $1 AND c.rerun_id = $2`
 
+// maxLineHistory is how many earlier outcomes a line keeps (the latest):
+// a line sent again and again must not grow without bound.
+const maxLineHistory = "20"
+
 // applyCorrections moves the accepted lines back to pending with their
 // corrected payload, keeps their earlier outcome in their history, and
 // moves the job's counters, in one statement. A job that had completed
@@ -117,9 +121,11 @@ const applyCorrections = `
 		 WHERE k.answer = 'accepted'
 	), u AS (
 		UPDATE import_job_records r
-		   SET history = coalesce(r.history, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-		                     'outcome', r.outcome, 'at', r.modified_at,
-		                     'error', coalesce(r.errors, (SELECT e.error FROM import_job_errors e WHERE e.job_id = r.job_id AND e.hash = r.error_hash)))),
+		   SET history = (SELECT jsonb_agg(h ORDER BY i) FROM (
+		                     SELECT h, i FROM jsonb_array_elements(coalesce(r.history, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+		                         'outcome', r.outcome, 'at', r.modified_at,
+		                         'error', coalesce(r.errors, (SELECT e.error FROM import_job_errors e WHERE e.job_id = r.job_id AND e.hash = r.error_hash)))))
+		                       WITH ORDINALITY AS x(h, i) ORDER BY i DESC LIMIT ` + maxLineHistory + `) kept),
 		       payload = a.payload, outcome = 'pending', errors = NULL, error_hash = NULL, staged_version = NULL,
 		       process_id = NULL, attempt = NULL, platform_account_number = NULL, modified_at = now()
 		  FROM a
