@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
 // Re-running a job's lines (CONTRACT §13), end to end: corrected accounts
@@ -326,5 +328,47 @@ func TestJobRerunRacesTheWorker(t *testing.T) {
 		if got := p.count(q); got != want {
 			t.Errorf("%s = %d, want %d", q, got, want)
 		}
+	}
+}
+
+// TestJobRerunBodyIsBoundedAsAnUpload: a re-run's body has the upload's
+// bounds and answers (its own code path): too many lines, a gzip bomb, a
+// body that is not valid gzip, another media type. None changes the job or
+// leaves corrections behind; then a good body is applied.
+func TestJobRerunBodyIsBoundedAsAnUpload(t *testing.T) {
+	p := newPipeline(t, func(c *testutil.StackConfig) { c.MaxJobLines = 1000 })
+	id := acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&operations_team_name=Migrations",
+		strings.NewReader(p.invalidJobLine("BOUND-1")+"\n"), false))
+	good := p.jobAccountLine("BOUND-1") + "\n"
+	cut := gz(t, []byte(good))
+	cut = cut[:len(cut)-6]
+	path := fmt.Sprintf("%s%d/lines/", jobsURL, id)
+	for _, c := range []struct {
+		name    string
+		body    []byte
+		headers []string
+		status  int
+		code    string
+	}{
+		{"more lines than MAX_JOB_LINES", []byte(strings.Repeat(good, 1001)), nil, http.StatusRequestEntityTooLarge, "too_many_lines"},
+		{"blank lines inflating 1000x", gz(t, bytes.Repeat(append(bytes.Repeat([]byte(" "), 65535), '\n'), 128)), gzHeader(true),
+			http.StatusRequestEntityTooLarge, "compression_ratio_exceeded"},
+		{"gzip cut short", cut, gzHeader(true), http.StatusBadRequest, "parse_error"},
+		{"not NDJSON", []byte(good), []string{"Content-Type", "text/csv"}, http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	} {
+		r := p.postNDJSON(p.token, path, bytes.NewReader(c.body), false, c.headers...)
+		if r.Status != c.status || r.JSON()["code"] != c.code {
+			t.Fatalf("%s: %d %s, want %d %s", c.name, r.Status, r.Body, c.status, c.code)
+		}
+		if n := p.count(`SELECT count(*) FROM import_job_corrections`); n != 0 {
+			t.Fatalf("%s: %d corrections left behind", c.name, n)
+		}
+		if v := p.job(p.token, id); v.Counters["invalid"] != 1 || v.Counters["pending"] != 0 {
+			t.Fatalf("%s changed the job: %v", c.name, v.Counters)
+		}
+	}
+	a, raw, _, status := p.postJobLines(id, good, true)
+	if status != http.StatusAccepted || a.Rerun.Accepted != 1 || a.Counters["invalid"] != 0 || a.Counters["pending"] != 1 {
+		t.Fatalf("a good body: %d %s", status, raw)
 	}
 }
