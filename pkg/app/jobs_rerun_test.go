@@ -186,6 +186,11 @@ func TestJobRerunCorrectsInvalidLines(t *testing.T) {
 
 	v = p.waitJob(p.token, id, time.Minute)
 	checkCounters(t, v, map[string]int64{"received": 40, "created": 40})
+	// Replayed as answered, whatever the job did since.
+	if _, again, h, status := p.postJobLines(id, fix.String(), true, "Idempotency-Key", "rerun-1"); status != http.StatusAccepted ||
+		h.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again, raw) {
+		t.Fatalf("replay once the job completed: %d %s", status, again)
+	}
 	for q, want := range map[string]int64{
 		`SELECT count(*) FROM accounts`: 40, `SELECT count(DISTINCT external_account_number) FROM accounts`: 40,
 		`SELECT count(*) FROM accounts WHERE external_account_number LIKE 'BAD-%'`:                   20,

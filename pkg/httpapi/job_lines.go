@@ -82,6 +82,24 @@ func (s *Server) postJobLines(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
+	key, ok := uploadKey(c)
+	if !ok {
+		return
+	}
+	release, ok := s.takeUploadSlots(c, org)
+	if !ok {
+		return
+	}
+	defer release()
+	// The key first: a retry is replayed even if the job or its supplier
+	// has moved on since.
+	var claim *streamedClaim
+	if key != "" && s.deps.Idempotency != nil {
+		if claim, ok = s.claimStreamedKey(c, key); !ok {
+			return
+		}
+		defer claim.settle(c)
+	}
 	if !dataimport.JobRerunnable(v.State) {
 		renderError(c, dataimport.JobNotRerunnable(v.State))
 		return
@@ -99,22 +117,6 @@ func (s *Server) postJobLines(c *gin.Context) {
 	if err != nil {
 		abortWithError(c, err)
 		return
-	}
-	key, ok := uploadKey(c)
-	if !ok {
-		return
-	}
-	release, ok := s.takeUploadSlots(c, org)
-	if !ok {
-		return
-	}
-	defer release()
-	var claim *streamedClaim
-	if key != "" && s.deps.Idempotency != nil {
-		if claim, ok = s.claimStreamedKey(c, key); !ok {
-			return
-		}
-		defer claim.settle(c)
 	}
 	body, digest, sum, ok := s.rerun(c, id, sup, mkt, key != "")
 	if !ok {
