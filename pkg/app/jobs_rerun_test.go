@@ -199,6 +199,10 @@ func TestJobRerunCorrectsInvalidLines(t *testing.T) {
 		`SELECT count(*) FROM import_failures WHERE resolved_at IS NULL`:                             0,
 		`SELECT count(*) FROM import_failures WHERE source = 'job_line' AND resolved_at IS NOT NULL`: 20,
 		`SELECT count(*) FROM import_job_corrections`:                                                0,
+		// The job ended twice, each time with its event; the second with the corrected counters.
+		fmt.Sprintf(`SELECT count(*) FROM import_process_events WHERE event = 'JOB_COMPLETED' AND (data->>'job_id')::bigint = %d`, id): 2,
+		fmt.Sprintf(`SELECT count(*) FROM import_process_events WHERE event = 'JOB_COMPLETED' AND (data->>'job_id')::bigint = %d
+			AND (data->'counters'->>'invalid')::int = 0 AND (data->'counters'->>'created')::int = 40`, id): 1,
 	} {
 		if got := p.count(q); got != want {
 			t.Errorf("%s = %d, want %d", q, got, want)
