@@ -132,7 +132,15 @@ func TestOpenAPIContract(t *testing.T) {
 	get(jobURL+"results/?outcome=all", http.StatusOK)
 	get(jobURL+"results/?format=csv", http.StatusOK)
 	post(jobURL+"retry/?code=product_not_found", nil, http.StatusAccepted) // nothing failed: {retried: 0}
+	// Corrected lines for it: one not in the job (answered per line), then
+	// refused once the job is cancelled.
+	var other bytes.Buffer
+	if err := json.Compact(&other, []byte(s.account("EXT-J9"))); err != nil {
+		t.Fatal(err)
+	}
+	want(s.As(s.token, http.MethodPost, jobURL+"lines/", other.String()+"\n", "Content-Type", "application/x-ndjson"), http.StatusAccepted)
 	post(jobURL+"cancel/", nil, http.StatusOK)
+	want(s.As(s.token, http.MethodPost, jobURL+"lines/", other.String()+"\n", "Content-Type", "application/x-ndjson"), http.StatusConflict)
 	get("/v1/data-import/jobs/999999/", http.StatusNotFound)
 
 	// Partner webhooks: register a local receiver, read, change, rotate, test.

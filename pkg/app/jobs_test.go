@@ -50,6 +50,12 @@ type jobView struct {
 // postJob uploads body (gzipped when gz) with the given query and headers.
 func (p *pipeline) postJob(token, query string, body io.Reader, gz bool, headers ...string) testutil.Response {
 	p.TB.Helper()
+	return p.postNDJSON(token, jobsURL+"?"+query, body, gz, headers...)
+}
+
+// postNDJSON posts an NDJSON body (gzipped when gz) to path.
+func (p *pipeline) postNDJSON(token, path string, body io.Reader, gz bool, headers ...string) testutil.Response {
+	p.TB.Helper()
 	if gz {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -62,7 +68,7 @@ func (p *pipeline) postJob(token, query string, body io.Reader, gz bool, headers
 		body = &buf
 		headers = append(headers, "Content-Encoding", "gzip")
 	}
-	return p.As(token, http.MethodPost, jobsURL+"?"+query, body, append([]string{"Content-Type", "application/x-ndjson"}, headers...)...)
+	return p.As(token, http.MethodPost, path, body, append([]string{"Content-Type", "application/x-ndjson"}, headers...)...)
 }
 
 func (p *pipeline) job(token string, id int64) jobView {
@@ -208,7 +214,7 @@ func TestJobCountersAddUp(t *testing.T) {
 	// The same as CSV for a spreadsheet: a header, then one row per line.
 	rows := p.csvResults(p.token, id, "failed")
 	// error_code and error_attr are the first field error's, not the envelope's.
-	if len(rows) != 51 || strings.Join(rows[0], ",") != "line,external_account_number,outcome,platform_account_number,error_code,error_attr,error_detail,errors,envelope_code" ||
+	if len(rows) != 51 || strings.Join(rows[0], ",") != "line,external_account_number,outcome,platform_account_number,error_code,error_attr,error_detail,errors,envelope_code,history" ||
 		rows[1][0] != "51" || rows[1][2] != "invalid" || rows[1][4] != "invalid_choice" || rows[1][5] != "sales_channel" ||
 		!strings.HasPrefix(rows[1][7], "sales_channel: invalid_choice: ") || rows[1][8] != "account_failed_validation" {
 		t.Fatalf("CSV results: %d rows, first %q", len(rows), rows[:min(2, len(rows))])

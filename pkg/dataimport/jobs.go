@@ -109,6 +109,9 @@ type JobRecord struct {
 	Errors                []FieldError `json:"errors"`
 	Code                  string       `json:"code,omitempty"`
 	Detail                string       `json:"detail,omitempty"`
+	// History is the line's earlier outcomes, oldest first, when corrected
+	// accounts were sent for it (POST /jobs/<id>/lines/); empty otherwise.
+	History []JobLineHistory `json:"history"`
 }
 
 // Event names of a job line in the import process's log are those of the

@@ -32,6 +32,7 @@ var requestBodies = map[string]reflect.Type{
 	"/v1/data-import/jobs/":                                nil, // NDJSON, one Account per line (validated line by line)
 	"/v1/data-import/jobs/:id/cancel/":                     nil, // no body
 	"/v1/data-import/jobs/:id/retry/":                      nil, // no body
+	"/v1/data-import/jobs/:id/lines/":                      nil, // NDJSON, one corrected Account per line (the upload's bounds and validation)
 	"/v1/data-import/webhooks/":                            reflect.TypeFor[webhookRequest](),
 	"/v1/data-import/validate-accounts/":                   nil, // NDJSON, one Account per line (≤ 1000 lines), each decoded like validate-account
 	"/v1/data-import/webhooks/:id/rotate-secret/":          nil, // no body

@@ -51,6 +51,9 @@ type IdempotencyStore interface {
 	ClaimIdempotencyKey(ctx context.Context, r postgres.IdempotencyRequest, ttl, lease time.Duration) (postgres.IdempotencyClaim, error)
 	CompleteIdempotencyKey(ctx context.Context, orgID int64, key, claimID string, resp postgres.StoredResponse) (bool, error)
 	ReleaseIdempotencyKey(ctx context.Context, orgID int64, key, claimID string) error
+	// CompleteStreamedIdempotencyKey stores an answer with the digest of a
+	// body hashed as it streamed (job_lines.go).
+	CompleteStreamedIdempotencyKey(ctx context.Context, orgID int64, key, claimID string, bodySHA256 []byte, resp postgres.StoredResponse) (bool, error)
 }
 
 // idempotency serves POSTs sent with Idempotency-Key. It runs after

@@ -42,6 +42,8 @@ type JobStore interface {
 	EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error
 	CancelJob(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
 	RetryJob(ctx context.Context, orgID, jobID int64, code, attr string) (postgres.Retried, error)
+	ReceiveJobCorrections(ctx context.Context, jobID int64, rerunID string, feed func(emit func(postgres.JobCorrection) error) error) error
+	ApplyJobCorrections(ctx context.Context, orgID, jobID int64, rerunID string, maxRefused int) (postgres.JobRerun, error)
 }
 
 // DefaultMaxJobBytes applies when Config.MaxJobBytes is not set.
@@ -61,6 +63,8 @@ func (s *Server) jobRoutes(g *gin.RouterGroup) {
 	g.GET("/", s.listJobs)
 	g.GET("/:id/", s.getJob)
 	g.GET("/:id/results/", s.jobResults)
+	// Corrected lines stream like an upload, and handle their key themselves.
+	g.POST("/:id/lines/", s.postJobLines)
 	// Cancel has no body: the usual body rules and Idempotency-Key apply.
 	cancel := []gin.HandlerFunc{bodyRules(s.cfg.MaxBodyBytes)}
 	if s.deps.Idempotency != nil {
@@ -147,20 +151,7 @@ func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 func (s *Server) postJob(c *gin.Context) {
 	ctx := c.Request.Context()
 	r := c.Request
-	max := s.maxJobBytes()
-	if r.ContentLength > max {
-		renderError(c, tooLarge(max))
-		return
-	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || !ndjsonTypes[mt] {
-		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType,
-			"Unsupported media type %q in request; send application/x-ndjson, one account per line.", r.Header.Get("Content-Type")))
-		return
-	}
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	if enc != "" && enc != "identity" && enc != "gzip" {
-		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType, "Unsupported Content-Encoding %q; send gzip or nothing.", enc))
+	if !s.uploadHeaders(c) {
 		return
 	}
 	q, errs := parseJobQuery(c)
@@ -192,14 +183,9 @@ func (s *Server) postJob(c *gin.Context) {
 		}
 		teamID = &team.ID
 	}
-	key := ""
-	if values := r.Header.Values(HeaderIdempotencyKey); len(values) > 0 {
-		if !validIdempotencyKey(values) {
-			renderError(c, dataimport.Errorf(dataimport.CodeInvalidIdempotencyKey,
-				"Idempotency-Key must be sent once, with 1 to %d printable ASCII characters.", maxIdempotencyKeyLen))
-			return
-		}
-		key = values[0]
+	key, ok := uploadKey(c)
+	if !ok {
+		return
 	}
 	// The upload's slots are taken before its job exists: a refused upload
 	// leaves nothing behind.
@@ -272,6 +258,44 @@ func (s *Server) postJob(c *gin.Context) {
 		job = existing.Job
 	}
 	s.receiveJob(c, job, epoch, sup, mkt, key != "")
+}
+
+// uploadHeaders checks what an upload's headers say of its body (length,
+// media type, encoding); false means the refusal is rendered.
+func (s *Server) uploadHeaders(c *gin.Context) bool {
+	r := c.Request
+	if max := s.maxJobBytes(); r.ContentLength > max {
+		renderError(c, tooLarge(max))
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !ndjsonTypes[mt] {
+		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType,
+			"Unsupported media type %q in request; send application/x-ndjson, one account per line.", r.Header.Get("Content-Type")))
+		return false
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "identity" && enc != "gzip" {
+		renderError(c, dataimport.Errorf(dataimport.CodeUnsupportedMediaType, "Unsupported Content-Encoding %q; send gzip or nothing.", enc))
+		return false
+	}
+	return true
+}
+
+// uploadKey is an upload's Idempotency-Key ("" when none); false means
+// the malformed key's refusal is rendered. Uploads handle their key
+// themselves: their body is streamed, never held for the middleware.
+func uploadKey(c *gin.Context) (string, bool) {
+	values := c.Request.Header.Values(HeaderIdempotencyKey)
+	if len(values) == 0 {
+		return "", true
+	}
+	if !validIdempotencyKey(values) {
+		renderError(c, dataimport.Errorf(dataimport.CodeInvalidIdempotencyKey,
+			"Idempotency-Key must be sent once, with 1 to %d printable ASCII characters.", maxIdempotencyKeyLen))
+		return "", false
+	}
+	return values[0], true
 }
 
 // uploadBody is an upload's body as sent (counted, with an idle deadline
@@ -364,76 +388,36 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	body := io.TeeReader(ub.plain, digest)
 	lim := s.cfg.Uploads
 	var received, invalid int64
-	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
-	if lineMax <= 0 {
-		lineMax = 5 << 20
-	}
-	today := dataimport.DateOf(time.Now().UTC())
-	rules := dataimport.AccountRules{PhoneRegion: sup.PhoneRegion, Today: today, Market: mkt}
-	if s.deps.Vendors != nil {
-		rules.PaymentVendors = s.deps.Vendors.Names() // as the stage endpoint
-	}
 	// The body is read and validated on this request's goroutine at the
 	// process's priority: a niced thread in a process serving status reads
 	// stalls them (see package priority).
 	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, ub.raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
-		rd := bufio.NewReaderSize(body, 64<<10)
-		for n := int64(1); ; n++ {
-			line, tooLong, err := readLine(rd, lineMax)
-			if n > lim.MaxLines && (len(line) > 0 || tooLong || err == nil) {
-				return errTooManyLines
-			}
-			if len(bytes.TrimSpace(line)) > 0 || tooLong {
-				var jl postgres.JobLine
-				if tooLong {
-					jl = postgres.JobLine{Line: int(n), Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
-						"Line is longer than the limit of %d bytes.", lineMax)}
-				} else {
-					jl = s.validateLine(ctx, int(n), line, sup, rules)
-				}
-				if err := emit(jl); err != nil {
-					return err
-				}
-				// A job that is mostly garbage stops here, whenever it
-				// turns so: its lines so far are kept for its report.
-				received++
-				if jl.Err != nil {
-					invalid++
-				}
-				if received >= lim.InvalidAfter && float64(invalid) > lim.MaxInvalidRatio*float64(received) {
-					return &postgres.StopReceiving{Err: mostlyInvalid(invalid, received)}
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
+		return s.uploadLines(ctx, body, sup, mkt, func(jl postgres.JobLine) error {
+			if err := emit(jl); err != nil {
 				return err
 			}
-		}
+			// A job that is mostly garbage stops here, whenever it turns
+			// so: its lines so far are kept for its report.
+			received++
+			if jl.Err != nil {
+				invalid++
+			}
+			if received >= lim.InvalidAfter && float64(invalid) > lim.MaxInvalidRatio*float64(received) {
+				return &postgres.StopReceiving{Err: mostlyInvalid(invalid, received)}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		var stop *postgres.StopReceiving
-		bodyErr := s.bodyError(ub, err, keyed)
+		bodyErr := s.uploadBodyFailure(ctx, ub, err, keyed)
 		switch {
 		case errors.As(err, &stop):
 			// The job failed with its lines kept (ReceiveJob).
 			renderError(c, stop.Err)
-		case errors.Is(err, errTooManyLines):
-			s.uploadFailed(c, job.ID, epoch, tooManyLines(lim.MaxLines))
 		case errors.Is(err, postgres.ErrUploadTakenOver):
 			renderError(c, &dataimport.Error{Code: dataimport.CodeIdempotencyKeyInUse,
 				Detail: "The job stopped receiving this upload: it was cancelled, or a retry with the same Idempotency-Key took it over."})
-		case bodyErr != nil && bodyErr.Code != dataimport.CodeParseError:
-			// Idle timeout, gzip ratio, too large: the body's own bounds.
-			s.uploadFailed(c, job.ID, epoch, bodyErr)
-		case ub.raw.lost(ctx):
-			// The partner hung up or the connection was cut mid-body (the
-			// request's reads fail with an unexpected EOF, which a gzip
-			// stream cut short shows too: so this comes before the parse
-			// error). Nothing is kept; the job fails upload_lost, which a
-			// retry with the same key and body resumes at once.
-			s.uploadFailed(c, job.ID, epoch, errUploadLost)
 		case bodyErr != nil:
 			s.uploadFailed(c, job.ID, epoch, bodyErr)
 		default:
@@ -450,6 +434,68 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 		logger(c).WarnContext(ctx, "bulk job task not enqueued; the reconciler will", "job_id", job.ID, "err", err.Error())
 	}
 	s.jobAccepted(c, job.ID)
+}
+
+// uploadLines reads an upload's NDJSON body line by line within
+// MAX_JOB_LINES and the per-line limit, and validates every non-blank line
+// as the stage endpoint does (validateLine); fn gets each line, in order.
+// A job's upload and a re-run of its lines both read their body here.
+func (s *Server) uploadLines(ctx context.Context, body io.Reader, sup dataimport.Supplier, mkt dataimport.Market, fn func(postgres.JobLine) error) error {
+	lim := s.cfg.Uploads
+	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
+	if lineMax <= 0 {
+		lineMax = 5 << 20
+	}
+	rules := dataimport.AccountRules{PhoneRegion: sup.PhoneRegion, Today: dataimport.DateOf(time.Now().UTC()), Market: mkt}
+	if s.deps.Vendors != nil {
+		rules.PaymentVendors = s.deps.Vendors.Names() // as the stage endpoint
+	}
+	rd := bufio.NewReaderSize(body, 64<<10)
+	for n := int64(1); ; n++ {
+		line, tooLong, err := readLine(rd, lineMax)
+		if n > lim.MaxLines && (len(line) > 0 || tooLong || err == nil) {
+			return errTooManyLines
+		}
+		if len(bytes.TrimSpace(line)) > 0 || tooLong {
+			var jl postgres.JobLine
+			if tooLong {
+				jl = postgres.JobLine{Line: int(n), Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
+					"Line is longer than the limit of %d bytes.", lineMax)}
+			} else {
+				jl = s.validateLine(ctx, int(n), line, sup, rules)
+			}
+			if err := fn(jl); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// uploadBodyFailure is the answer to an upload whose body could not be
+// read through (uploadLines' error): too many lines, the body's own bounds
+// (idle timeout, gzip ratio, too large), lost (the partner hung up or the
+// connection was cut), unreadable. nil: err is not the body's.
+func (s *Server) uploadBodyFailure(ctx context.Context, ub uploadBody, err error, keyed bool) *dataimport.Error {
+	bodyErr := s.bodyError(ub, err, keyed)
+	switch {
+	case errors.Is(err, errTooManyLines):
+		return tooManyLines(s.cfg.Uploads.MaxLines)
+	case bodyErr != nil && bodyErr.Code != dataimport.CodeParseError:
+		return bodyErr
+	case ub.raw.lost(ctx):
+		// The request's reads fail with an unexpected EOF, which a gzip
+		// stream cut short shows too: so this comes before the parse
+		// error. Nothing is kept; a retry with the same key and body
+		// resumes at once.
+		return errUploadLost
+	}
+	return bodyErr
 }
 
 // errTooManyLines ends a body past MAX_JOB_LINES.
@@ -722,9 +768,11 @@ var resultOutcomes = map[string][]string{
 // JobResultsCSVHeader is the job results' CSV header. error_code and
 // error_attr are the first field error's (the field code, e.g.
 // invalid_mpan, that partners sort by), falling back to the envelope code
-// for a line without field errors; envelope_code is the line's own code.
+// for a line without field errors; envelope_code is the line's own code;
+// history is the line's earlier outcomes, replaced by a re-run, oldest
+// first (historyCell).
 var JobResultsCSVHeader = []string{"line", "external_account_number", "outcome", "platform_account_number",
-	"error_code", "error_attr", "error_detail", "errors", "envelope_code"}
+	"error_code", "error_attr", "error_detail", "errors", "envelope_code", "history"}
 
 // jobResults serves GET /jobs/<id>/results/: one line per line of the
 // body, streamed from Postgres, as NDJSON or as CSV that opens cleanly in a
@@ -768,7 +816,7 @@ func (s *Server) jobResults(c *gin.Context) {
 		write = func(r dataimport.JobRecord) error {
 			code, attr, detail := firstFieldError(r.Code, r.Detail, r.Errors)
 			err := cw.Write([]string{strconv.Itoa(r.Line), cell(r.ExternalAccountNumber), r.Outcome, deref(r.PlatformAccountNumber),
-				code, cell(attr), cell(detail), cell(joinFieldErrors(r.Errors)), r.Code})
+				code, cell(attr), cell(detail), cell(joinFieldErrors(r.Errors)), r.Code, cell(historyCell(r.History))})
 			cw.Flush()
 			return err
 		}

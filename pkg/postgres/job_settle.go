@@ -89,12 +89,12 @@ func (db *DB) execJobLinesThenCounters(ctx context.Context, jobID int64, query s
 	return tx.Commit()
 }
 
-// FinishJobIfDone marks the job COMPLETED once no line is on its way.
-// The job row is locked before the lines are looked at: a retry that puts
-// failed lines back (retry.go) holds that lock while it does, and an UPDATE
-// that waited for the row would re-check only the row, not its lines (its
-// subquery keeps the snapshot taken before the wait), and complete the job
-// over the lines just put back.
+// FinishJobIfDone marks the job COMPLETED once no line is on its way. The
+// job row is locked before the lines are looked at, in a statement of its
+// own: a retry (retry.go) or a re-run (ApplyJobCorrections) moves lines
+// back under that lock, and a single UPDATE that waited for it would
+// re-check the job row but judge the lines by its older snapshot,
+// completing the job over the lines just put back.
 func (db *DB) FinishJobIfDone(ctx context.Context, jobID int64) (bool, error) {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {

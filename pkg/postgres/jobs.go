@@ -139,7 +139,7 @@ func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string,
 	// An invalid line's error is shared by the job's lines with the same
 	// error (import_job_errors, by hash); a line's own errors win.
 	q := `SELECT r.line, coalesce(r.external_account_number, ''), r.outcome, r.platform_account_number,
-		       coalesce(r.errors::text, e.error::text, '')
+		       coalesce(r.errors::text, e.error::text, ''), coalesce(r.history::text, '')
 		FROM import_job_records r LEFT JOIN import_job_errors e ON e.job_id = r.job_id AND e.hash = r.error_hash
 		WHERE r.job_id = $1
 		 AND EXISTS (SELECT 1 FROM import_jobs j WHERE j.id = $1 AND j.state <> 'RECEIVING')`
@@ -155,11 +155,12 @@ func (db *DB) EachJobRecord(ctx context.Context, jobID int64, outcomes []string,
 	defer rows.Close()
 	for rows.Next() {
 		var r dataimport.JobRecord
-		var errs string
-		if err := rows.Scan(&r.Line, &r.ExternalAccountNumber, &r.Outcome, &r.PlatformAccountNumber, &errs); err != nil {
+		var errs, history string
+		if err := rows.Scan(&r.Line, &r.ExternalAccountNumber, &r.Outcome, &r.PlatformAccountNumber, &errs, &history); err != nil {
 			return fmt.Errorf("job results: %w", err)
 		}
 		r.Errors = []dataimport.FieldError{}
+		r.History = lineHistory(history)
 		if errs != "" {
 			var e dataimport.Error
 			if json.Unmarshal([]byte(errs), &e) == nil {

@@ -206,6 +206,15 @@ func TestStorableTextColumns(t *testing.T) {
 	e.must(e.g.Exec(`UPDATE import_job_records SET outcome = 'staged' WHERE job_id = ? AND line = 2`, job.ID).Error)
 	e.must(e.db.ExpireJobLines(e.ctx, job.ID, &dataimport.Error{Code: "schedule_window_expired", Detail: hostile}))
 	proved("import_job_records.errors")
+	// A re-run of that failed line keeps its error as the line's history.
+	rerunID := "00000000-0000-0000-0000-000000000001"
+	e.must(e.db.ReceiveJobCorrections(e.ctx, job.ID, rerunID, func(emit func(postgres.JobCorrection) error) error {
+		return emit(postgres.JobCorrection{Line: 1, External: "R-2", Payload: []byte(`{}`)})
+	}))
+	if r, err := e.db.ApplyJobCorrections(e.ctx, job.OrganisationID, job.ID, rerunID, 10); err != nil || r.Counts[dataimport.RerunAccepted] != 1 {
+		t.Fatalf("re-run a failed line: %+v %v", r.Counts, err)
+	}
+	proved("import_job_records.history")
 	failed := e.receivingJob(s, "Storable failed job")
 	e.must(e.db.FailJob(e.ctx, failed.ID, 0, &dataimport.Error{Code: "unreadable", Detail: hostile}))
 	proved("import_jobs.error")

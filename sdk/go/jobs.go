@@ -74,27 +74,7 @@ func (c *Client) UploadJob(ctx context.Context, supplier, team string, body io.R
 	if opts.IdempotencyKey != "" {
 		params.IdempotencyKey = &opts.IdempotencyKey
 	}
-	// Each try reads the body from its start through a reader of its own
-	// (the retrying layer calls GetBody for every try, so nothing is
-	// buffered, and a try that failed cannot disturb the next); gzip starts
-	// on the first read, so a body opened and never sent costs nothing.
-	getBody := func() (io.ReadCloser, error) {
-		var r io.Reader = &progressReader{r: io.NewSectionReader(src, 0, size), total: size, on: opts.OnProgress}
-		if !opts.Gzip {
-			return io.NopCloser(r), nil
-		}
-		return &lazyGzip{src: r}, nil
-	}
-	stream := func(_ context.Context, req *http.Request) error {
-		req.Body, req.GetBody = http.NoBody, getBody
-		req.ContentLength = -1
-		if !opts.Gzip {
-			req.ContentLength = size
-		} else {
-			req.Header.Set("Content-Encoding", "gzip")
-		}
-		return nil
-	}
+	stream := streamBody(src, size, opts.Gzip, opts.OnProgress)
 	resp, err := c.CreateJobWithBodyWithResponse(ctx, params, "application/x-ndjson", http.NoBody, stream)
 	if err != nil {
 		return nil, fmt.Errorf("sdk: upload job: %w", err)
@@ -104,6 +84,68 @@ func (c *Client) UploadJob(ctx context.Context, supplier, team string, body io.R
 	}
 	if resp.JSON202 == nil {
 		return nil, fmt.Errorf("sdk: upload job: unexpected answer %d", resp.StatusCode())
+	}
+	return resp.JSON202, nil
+}
+
+// streamBody is the request editor that sends an upload's body: each try
+// reads it from its start through a reader of its own (the retrying layer
+// calls GetBody for every try, so nothing is buffered, and a try that
+// failed cannot disturb the next); gzip starts on the first read, so a
+// body opened and never sent costs nothing.
+func streamBody(src io.ReaderAt, size int64, gz bool, onProgress func(sent, total int64)) client.RequestEditorFn {
+	getBody := func() (io.ReadCloser, error) {
+		var r io.Reader = &progressReader{r: io.NewSectionReader(src, 0, size), total: size, on: onProgress}
+		if !gz {
+			return io.NopCloser(r), nil
+		}
+		return &lazyGzip{src: r}, nil
+	}
+	return func(_ context.Context, req *http.Request) error {
+		req.Body, req.GetBody = http.NoBody, getBody
+		req.ContentLength = -1
+		if !gz {
+			req.ContentLength = size
+		} else {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		return nil
+	}
+}
+
+// RerunOptions tune RerunJobLines.
+type RerunOptions struct {
+	// Gzip compresses the body on the fly (Content-Encoding: gzip).
+	Gzip bool
+	// IdempotencyKey is sent with every try; empty: a new UUID.
+	IdempotencyKey string
+}
+
+// RerunJobLines sends corrected accounts (NDJSON, one per line) for job
+// id's invalid or failed lines (POST /jobs/<id>/lines/): each replaces its
+// line's outcome and the job processes it again; the answer is the job and
+// what each line did (Rerun: accepted, or why not). The body is streamed
+// and rewound for a retry, as UploadJob's.
+func (c *Client) RerunJobLines(ctx context.Context, id int64, body io.Reader, opts RerunOptions) (*client.JobRerun, error) {
+	src, size, cleanup, err := replayable(body)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: re-run job lines: %w", err)
+	}
+	defer cleanup()
+	params := &client.RerunJobLinesParams{}
+	if opts.IdempotencyKey != "" {
+		params.IdempotencyKey = &opts.IdempotencyKey
+	}
+	resp, err := c.RerunJobLinesWithBodyWithResponse(ctx, strconv.FormatInt(id, 10), params, "application/x-ndjson", http.NoBody,
+		streamBody(src, size, opts.Gzip, nil))
+	if err != nil {
+		return nil, fmt.Errorf("sdk: re-run job lines: %w", err)
+	}
+	if err := check(resp.HTTPResponse, resp.Body); err != nil {
+		return nil, err
+	}
+	if resp.JSON202 == nil {
+		return nil, fmt.Errorf("sdk: re-run job lines: unexpected answer %d", resp.StatusCode())
 	}
 	return resp.JSON202, nil
 }

@@ -228,6 +228,33 @@ func (e ImportStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobRerunLineOutcome.
+const (
+	JobRerunLineOutcomeAlreadyImported JobRerunLineOutcome = "already_imported"
+	JobRerunLineOutcomeDuplicateLine   JobRerunLineOutcome = "duplicate_line"
+	JobRerunLineOutcomeInvalid         JobRerunLineOutcome = "invalid"
+	JobRerunLineOutcomeNotInJob        JobRerunLineOutcome = "not_in_job"
+	JobRerunLineOutcomeNotRetryable    JobRerunLineOutcome = "not_retryable"
+)
+
+// Valid indicates whether the value is a known member of the JobRerunLineOutcome enum.
+func (e JobRerunLineOutcome) Valid() bool {
+	switch e {
+	case JobRerunLineOutcomeAlreadyImported:
+		return true
+	case JobRerunLineOutcomeDuplicateLine:
+		return true
+	case JobRerunLineOutcomeInvalid:
+		return true
+	case JobRerunLineOutcomeNotInJob:
+		return true
+	case JobRerunLineOutcomeNotRetryable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobState.
 const (
 	JobStateCANCELLED  JobState = "CANCELLED"
@@ -1556,6 +1583,99 @@ type JobEventData struct {
 	State JobState `json:"state"`
 }
 
+// JobRerun A bulk import job, as a re-run of its lines left it, with what the re-run did.
+type JobRerun struct {
+	// AccountsPerSecond Lines finished per second over the last minute.
+	AccountsPerSecond float32 `json:"accounts_per_second"`
+
+	// BodyBytes Bytes of the body as sent (compressed, if it was).
+	BodyBytes int `json:"body_bytes"`
+
+	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
+	Counters JobCounters `json:"counters"`
+
+	// Create false: the job only stages.
+	Create bool `json:"create"`
+
+	// CreatedAt An instant as the API writes it: `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). Every datetime in a response has this one form.
+	//
+	// Examples: 2025-06-01T09:30:00Z
+	CreatedAt DateTime `json:"created_at"`
+	DryRun    bool     `json:"dry_run"`
+
+	// Error Why a FAILED job failed: `upload_lost` (the body stopped coming; a retry with the same `Idempotency-Key` and body resumes the job), `server_error` (not stored; resumed the same way), `request_too_large`, `parse_error` (refused as such: the same body fails the same way).
+	Error *struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	} `json:"error,omitempty"`
+
+	// EtaSeconds Seconds until every line is finished at the current rate; null while unknown.
+	EtaSeconds     *int      `json:"eta_seconds"`
+	FinishedAt     *DateTime `json:"finished_at"`
+	Id             int       `json:"id"`
+	ImportSupplier string    `json:"import_supplier"`
+	ReceivedAt     *DateTime `json:"received_at"`
+
+	// Rerun What a re-run did: every non-blank line of its body counted once under one answer.
+	Rerun      JobRerunSummary `json:"rerun"`
+	ResultsUrl string          `json:"results_url"`
+
+	// ScheduleWindowEnd Lines not started by then end `failed` with `schedule_window_expired`.
+	ScheduleWindowEnd *DateTime `json:"schedule_window_end"`
+
+	// ScheduleWindowStart Accounts are created no earlier; lines are staged at once.
+	ScheduleWindowStart *DateTime `json:"schedule_window_start"`
+
+	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+	State     JobState `json:"state"`
+	StatusUrl string   `json:"status_url"`
+}
+
+// JobRerunLine A line of a re-run's body that changed nothing, and why.
+type JobRerunLine struct {
+	Code   *string      `json:"code,omitempty"`
+	Detail *string      `json:"detail,omitempty"`
+	Errors []FieldError `json:"errors"`
+
+	// ExternalAccountNumber The corrected account's number (empty when an invalid line has none usable).
+	ExternalAccountNumber string `json:"external_account_number"`
+
+	// JobLine The job's line with this `external_account_number` (its latest), or null.
+	JobLine *int `json:"job_line"`
+
+	// JobLineOutcome That line's outcome, or null.
+	JobLineOutcome *string `json:"job_line_outcome"`
+
+	// Line The line of the re-run's body (blank lines count).
+	Line int `json:"line"`
+
+	// Outcome `invalid`: the corrected account fails validation (`errors`, `code`, `detail` say why); `not_in_job`: no line of the job has this `external_account_number`; `not_retryable`: the job's line is neither `invalid` nor `failed` (e.g. `pending`, `staged`, `cancelled`); `already_imported`: the account exists (the job's line is `created` or `already_imported`, or the account was created another way); `duplicate_line`: a later line of this body corrects the same account.
+	Outcome JobRerunLineOutcome `json:"outcome"`
+}
+
+// JobRerunLineOutcome `invalid`: the corrected account fails validation (`errors`, `code`, `detail` say why); `not_in_job`: no line of the job has this `external_account_number`; `not_retryable`: the job's line is neither `invalid` nor `failed` (e.g. `pending`, `staged`, `cancelled`); `already_imported`: the account exists (the job's line is `created` or `already_imported`, or the account was created another way); `duplicate_line`: a later line of this body corrects the same account.
+type JobRerunLineOutcome string
+
+// JobRerunSummary What a re-run did: every non-blank line of its body counted once under one answer.
+type JobRerunSummary struct {
+	// Accepted Lines that replaced their job line's outcome: that line is `pending` again and is processed like a new one.
+	Accepted        int `json:"accepted"`
+	AlreadyImported int `json:"already_imported"`
+	DuplicateLine   int `json:"duplicate_line"`
+	Invalid         int `json:"invalid"`
+	NotInJob        int `json:"not_in_job"`
+	NotRetryable    int `json:"not_retryable"`
+
+	// Received Non-blank lines of the body.
+	Received int `json:"received"`
+
+	// Refused The first 1,000 lines that changed nothing, in body order.
+	Refused []JobRerunLine `json:"refused"`
+
+	// RefusedTruncated True when more lines changed nothing than `refused` lists.
+	RefusedTruncated bool `json:"refused_truncated"`
+}
+
 // JobRetried The answer to a retry of a job's failed creations.
 type JobRetried struct {
 	// Retried How many failed lines were put back to run again.
@@ -2618,6 +2738,19 @@ type CreateJobParamsDryRun string
 
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RerunJobLinesParams defines parameters for RerunJobLines.
+type RerunJobLinesParams struct {
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
 	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
 	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
@@ -3806,9 +3939,20 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
 	CancelJob(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RerunJobLinesWithBody Send corrected accounts for a job's invalid or failed lines
+	//
+	// The body is an upload's: NDJSON, one corrected account per line (as for staging), optionally `Content-Encoding: gzip`, with the upload's bounds (`MAX_JOB_BYTES`, `MAX_JOB_LINES`, `MAX_GZIP_RATIO`, `UPLOAD_IDLE_TIMEOUT`, the upload slots `MAX_UPLOADS_PER_ORG`/`MAX_UPLOADS_PER_REPLICA`) and its validation. Each line is matched to the job's latest line with its `external_account_number`; when that line is `invalid` or `failed`, the corrected account replaces it: the line goes back to `pending` with the new account, its earlier outcome (with its errors and when) is kept in the line's `history` in the job's results, the job returns to `PROCESSING` and its counters move at once (e.g. `invalid` 200 → 0, `pending` +200; `created` follows as the worker creates them). Every other line changes nothing and is answered in `rerun` (see JobRerunLine). The whole body is applied at once, after it is in: a body cut midway changes nothing.
+	//
+	// `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/lines/ (the `RerunJobLines` operationId).
+	RerunJobLinesWithBody(ctx context.Context, id string, params *RerunJobLinesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetJobResults A job's per-line results
 	//
-	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4575,9 +4719,30 @@ func (c *Client) CancelJob(ctx context.Context, id string, params *CancelJobPara
 	return c.Client.Do(req)
 }
 
+// RerunJobLinesWithBody Send corrected accounts for a job's invalid or failed lines
+//
+// The body is an upload's: NDJSON, one corrected account per line (as for staging), optionally `Content-Encoding: gzip`, with the upload's bounds (`MAX_JOB_BYTES`, `MAX_JOB_LINES`, `MAX_GZIP_RATIO`, `UPLOAD_IDLE_TIMEOUT`, the upload slots `MAX_UPLOADS_PER_ORG`/`MAX_UPLOADS_PER_REPLICA`) and its validation. Each line is matched to the job's latest line with its `external_account_number`; when that line is `invalid` or `failed`, the corrected account replaces it: the line goes back to `pending` with the new account, its earlier outcome (with its errors and when) is kept in the line's `history` in the job's results, the job returns to `PROCESSING` and its counters move at once (e.g. `invalid` 200 → 0, `pending` +200; `created` follows as the worker creates them). Every other line changes nothing and is answered in `rerun` (see JobRerunLine). The whole body is applied at once, after it is in: a body cut midway changes nothing.
+//
+// `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/lines/ (the `RerunJobLines` operationId).
+func (c *Client) RerunJobLinesWithBody(ctx context.Context, id string, params *RerunJobLinesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRerunJobLinesRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetJobResults A job's per-line results
 //
-// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 //
 // Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6413,6 +6578,57 @@ func NewCancelJobRequest(server string, id string, params *CancelJobParams) (*ht
 	return req, nil
 }
 
+// NewRerunJobLinesRequestWithBody constructs an http.Request for the RerunJobLines method, with any body, and a specified content type
+func NewRerunJobLinesRequestWithBody(server string, id string, params *RerunJobLinesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/lines/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetJobResultsRequest constructs an http.Request for the GetJobResults method
 func NewGetJobResultsRequest(server string, id string, params *GetJobResultsParams) (*http.Request, error) {
 	var err error
@@ -8081,9 +8297,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/data-import/jobs/{id}/cancel/ (the `CancelJob` operationId).
 	CancelJobWithResponse(ctx context.Context, id string, params *CancelJobParams, reqEditors ...RequestEditorFn) (*CancelJobResponse, error)
 
+	// RerunJobLinesWithBodyWithResponse Send corrected accounts for a job's invalid or failed lines
+	//
+	// The body is an upload's: NDJSON, one corrected account per line (as for staging), optionally `Content-Encoding: gzip`, with the upload's bounds (`MAX_JOB_BYTES`, `MAX_JOB_LINES`, `MAX_GZIP_RATIO`, `UPLOAD_IDLE_TIMEOUT`, the upload slots `MAX_UPLOADS_PER_ORG`/`MAX_UPLOADS_PER_REPLICA`) and its validation. Each line is matched to the job's latest line with its `external_account_number`; when that line is `invalid` or `failed`, the corrected account replaces it: the line goes back to `pending` with the new account, its earlier outcome (with its errors and when) is kept in the line's `history` in the job's results, the job returns to `PROCESSING` and its counters move at once (e.g. `invalid` 200 → 0, `pending` +200; `created` follows as the worker creates them). Every other line changes nothing and is answered in `rerun` (see JobRerunLine). The whole body is applied at once, after it is in: a body cut midway changes nothing.
+	//
+	// `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/lines/ (the `RerunJobLines` operationId).
+	RerunJobLinesWithBodyWithResponse(ctx context.Context, id string, params *RerunJobLinesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RerunJobLinesResponse, error)
+
 	// GetJobResultsWithResponse A job's per-line results
 	//
-	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11191,6 +11418,307 @@ func (r CancelJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RerunJobLinesResponse202Headers the declared response headers of an HTTP 202 response for RerunJobLines
+type RerunJobLinesResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+	XRequestID         string
+}
+
+// RerunJobLinesResponse400Headers the declared response headers of an HTTP 400 response for RerunJobLines
+type RerunJobLinesResponse400Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse401Headers the declared response headers of an HTTP 401 response for RerunJobLines
+type RerunJobLinesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// RerunJobLinesResponse404Headers the declared response headers of an HTTP 404 response for RerunJobLines
+type RerunJobLinesResponse404Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse405Headers the declared response headers of an HTTP 405 response for RerunJobLines
+type RerunJobLinesResponse405Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse408Headers the declared response headers of an HTTP 408 response for RerunJobLines
+type RerunJobLinesResponse408Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse409Headers the declared response headers of an HTTP 409 response for RerunJobLines
+type RerunJobLinesResponse409Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse413Headers the declared response headers of an HTTP 413 response for RerunJobLines
+type RerunJobLinesResponse413Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse415Headers the declared response headers of an HTTP 415 response for RerunJobLines
+type RerunJobLinesResponse415Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse422Headers the declared response headers of an HTTP 422 response for RerunJobLines
+type RerunJobLinesResponse422Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse429Headers the declared response headers of an HTTP 429 response for RerunJobLines
+type RerunJobLinesResponse429Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+// RerunJobLinesResponse500Headers the declared response headers of an HTTP 500 response for RerunJobLines
+type RerunJobLinesResponse500Headers struct {
+	XRequestID string
+}
+
+// RerunJobLinesResponse503Headers the declared response headers of an HTTP 503 response for RerunJobLines
+type RerunJobLinesResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type RerunJobLinesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobRerun
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RerunJobLinesResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RerunJobLinesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RerunJobLinesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RerunJobLinesResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *RerunJobLinesResponse405Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RerunJobLinesResponse408Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RerunJobLinesResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RerunJobLinesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RerunJobLinesResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RerunJobLinesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RerunJobLinesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RerunJobLinesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RerunJobLinesResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RerunJobLinesResponse) GetJSON202() *JobRerun {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RerunJobLinesResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RerunJobLinesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RerunJobLinesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r RerunJobLinesResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RerunJobLinesResponse) GetJSON408() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RerunJobLinesResponse) GetJSON409() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RerunJobLinesResponse) GetJSON413() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RerunJobLinesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RerunJobLinesResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RerunJobLinesResponse) GetJSON429() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RerunJobLinesResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RerunJobLinesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RerunJobLinesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RerunJobLinesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RerunJobLinesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RerunJobLinesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15999,9 +16527,26 @@ func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id stri
 	return ParseCancelJobResponse(rsp)
 }
 
+// RerunJobLinesWithBodyWithResponse Send corrected accounts for a job's invalid or failed lines
+//
+// The body is an upload's: NDJSON, one corrected account per line (as for staging), optionally `Content-Encoding: gzip`, with the upload's bounds (`MAX_JOB_BYTES`, `MAX_JOB_LINES`, `MAX_GZIP_RATIO`, `UPLOAD_IDLE_TIMEOUT`, the upload slots `MAX_UPLOADS_PER_ORG`/`MAX_UPLOADS_PER_REPLICA`) and its validation. Each line is matched to the job's latest line with its `external_account_number`; when that line is `invalid` or `failed`, the corrected account replaces it: the line goes back to `pending` with the new account, its earlier outcome (with its errors and when) is kept in the line's `history` in the job's results, the job returns to `PROCESSING` and its counters move at once (e.g. `invalid` 200 → 0, `pending` +200; `created` follows as the worker creates them). Every other line changes nothing and is answered in `rerun` (see JobRerunLine). The whole body is applied at once, after it is in: a body cut midway changes nothing.
+//
+// `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/lines/ (the `RerunJobLines` operationId).
+func (c *ClientWithResponses) RerunJobLinesWithBodyWithResponse(ctx context.Context, id string, params *RerunJobLinesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RerunJobLinesResponse, error) {
+	rsp, err := c.RerunJobLinesWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRerunJobLinesResponse(rsp)
+}
+
 // GetJobResultsWithResponse A job's per-line results
 //
-// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19654,6 +20199,324 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRerunJobLinesResponse parses an HTTP response from a RerunJobLinesWithResponse call
+func ParseRerunJobLinesResponse(rsp *http.Response) (*RerunJobLinesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RerunJobLinesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobRerun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RerunJobLinesResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RerunJobLinesResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RerunJobLinesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RerunJobLinesResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers RerunJobLinesResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 408:
+		var headers RerunJobLinesResponse408Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers408 = &headers
+	case rsp.StatusCode == 409:
+		var headers RerunJobLinesResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RerunJobLinesResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RerunJobLinesResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RerunJobLinesResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RerunJobLinesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RerunJobLinesResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RerunJobLinesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

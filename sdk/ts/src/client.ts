@@ -29,6 +29,7 @@ export type V2Status = Schemas["V2Status"];
 export type FeedEvent = Schemas["FeedEvent"];
 export type FeedEventType = Schemas["FeedEventType"];
 export type FeedPage = Schemas["FeedPage"];
+export type JobRerun = Schemas["JobRerun"];
 
 /** One line's outcome in a job's results (GET …/jobs/{id}/results/, NDJSON). */
 export interface JobResult {
@@ -39,6 +40,8 @@ export interface JobResult {
   code?: string;
   detail?: string;
   errors?: FieldError[];
+  /** The line's earlier outcomes, oldest first, replaced by corrected accounts (rerunJobLines). */
+  history?: { outcome: string; errors: FieldError[]; code?: string; detail?: string; at: string }[];
 }
 export type JobResultsOutcome = "all" | "failed" | JobResult["outcome"];
 
@@ -278,6 +281,22 @@ export class DataImportClient {
     if (opts.dryRun) q.set("dry_run", "true");
     if (opts.scheduleWindowStart) q.set("schedule_window_start", wireTime(opts.scheduleWindowStart));
     if (opts.scheduleWindowEnd) q.set("schedule_window_end", wireTime(opts.scheduleWindowEnd));
+    const a = await this.postNDJSON(`/v1/data-import/jobs/?${q}`, body, opts);
+    return JSON.parse(a.text) as JobAccepted;
+  }
+
+  /**
+   * Sends corrected accounts (NDJSON, one per line) for a job's invalid or
+   * failed lines: each replaces its line's outcome and the job processes it
+   * again. Resolves with the job and what each line did (`rerun`).
+   */
+  async rerunJobLines(id: number, body: JobBody, opts: Pick<JobOptions, "gzip" | "idempotencyKey" | "size" | "onProgress"> = {}): Promise<JobRerun> {
+    const a = await this.postNDJSON(`/v1/data-import/jobs/${id}/lines/`, body, opts);
+    return JSON.parse(a.text) as JobRerun;
+  }
+
+  /** POSTs an NDJSON body as a stream, read again from its start for a retry. */
+  private postNDJSON(path: string, body: JobBody, opts: Pick<JobOptions, "gzip" | "idempotencyKey" | "size" | "onProgress">) {
     const headers: Record<string, string> = { "Content-Type": "application/x-ndjson" };
     if (opts.idempotencyKey) headers["Idempotency-Key"] = opts.idempotencyKey;
     if (opts.gzip) headers["Content-Encoding"] = "gzip";
@@ -297,8 +316,7 @@ export class DataImportClient {
       if (opts.gzip) stream = stream.pipeThrough(new CompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>);
       return stream as unknown as BodyInit;
     };
-    const a = await this.call("POST", `/v1/data-import/jobs/?${q}`, undefined, { headers, open });
-    return JSON.parse(a.text) as JobAccepted;
+    return this.call("POST", path, undefined, { headers, open });
   }
 
   /** A job's state and counters. */

@@ -702,7 +702,7 @@ export interface paths {
         };
         /**
          * A job's per-line results
-         * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail` and `errors` (each with `attr`). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+         * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
          */
         get: operations["getJobResults"];
         put?: never;
@@ -904,6 +904,28 @@ export interface paths {
         get: operations["failureSummary"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/jobs/{id}/lines/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send corrected accounts for a job's invalid or failed lines
+         * @description The body is an upload's: NDJSON, one corrected account per line (as for staging), optionally `Content-Encoding: gzip`, with the upload's bounds (`MAX_JOB_BYTES`, `MAX_JOB_LINES`, `MAX_GZIP_RATIO`, `UPLOAD_IDLE_TIMEOUT`, the upload slots `MAX_UPLOADS_PER_ORG`/`MAX_UPLOADS_PER_REPLICA`) and its validation. Each line is matched to the job's latest line with its `external_account_number`; when that line is `invalid` or `failed`, the corrected account replaces it: the line goes back to `pending` with the new account, its earlier outcome (with its errors and when) is kept in the line's `history` in the job's results, the job returns to `PROCESSING` and its counters move at once (e.g. `invalid` 200 → 0, `pending` +200; `created` follows as the worker creates them). Every other line changes nothing and is answered in `rerun` (see JobRerunLine). The whole body is applied at once, after it is in: a body cut midway changes nothing.
+         *
+         *     `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
+         */
+        post: operations["rerunJobLines"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1824,6 +1846,72 @@ export interface components {
              * @example 30
              */
             retried: number;
+        };
+        /** @description A line of a re-run's body that changed nothing, and why. */
+        JobRerunLine: {
+            /** @description The line of the re-run's body (blank lines count). */
+            line: number;
+            /** @description The corrected account's number (empty when an invalid line has none usable). */
+            external_account_number: string;
+            /**
+             * @description `invalid`: the corrected account fails validation (`errors`, `code`, `detail` say why); `not_in_job`: no line of the job has this `external_account_number`; `not_retryable`: the job's line is neither `invalid` nor `failed` (e.g. `pending`, `staged`, `cancelled`); `already_imported`: the account exists (the job's line is `created` or `already_imported`, or the account was created another way); `duplicate_line`: a later line of this body corrects the same account.
+             * @enum {string}
+             */
+            outcome: "invalid" | "not_in_job" | "not_retryable" | "already_imported" | "duplicate_line";
+            /** @description The job's line with this `external_account_number` (its latest), or null. */
+            job_line: number | null;
+            /** @description That line's outcome, or null. */
+            job_line_outcome: string | null;
+            errors: components["schemas"]["FieldError"][];
+            code?: string;
+            detail?: string;
+        };
+        /** @description What a re-run did: every non-blank line of its body counted once under one answer. */
+        JobRerunSummary: {
+            /** @description Non-blank lines of the body. */
+            received: number;
+            /** @description Lines that replaced their job line's outcome: that line is `pending` again and is processed like a new one. */
+            accepted: number;
+            invalid: number;
+            not_in_job: number;
+            not_retryable: number;
+            already_imported: number;
+            duplicate_line: number;
+            /** @description The first 1,000 lines that changed nothing, in body order. */
+            refused: components["schemas"]["JobRerunLine"][];
+            /** @description True when more lines changed nothing than `refused` lists. */
+            refused_truncated: boolean;
+        };
+        /** @description A bulk import job, as a re-run of its lines left it, with what the re-run did. */
+        JobRerun: {
+            id: number;
+            state: components["schemas"]["JobState"];
+            import_supplier: string;
+            /** @description false: the job only stages. */
+            create: boolean;
+            dry_run: boolean;
+            /** @description Accounts are created no earlier; lines are staged at once. */
+            schedule_window_start: components["schemas"]["DateTime"] | null;
+            /** @description Lines not started by then end `failed` with `schedule_window_expired`. */
+            schedule_window_end: components["schemas"]["DateTime"] | null;
+            counters: components["schemas"]["JobCounters"];
+            /** @description Lines finished per second over the last minute. */
+            accounts_per_second: number;
+            /** @description Seconds until every line is finished at the current rate; null while unknown. */
+            eta_seconds: number | null;
+            /** @description Bytes of the body as sent (compressed, if it was). */
+            body_bytes: number;
+            /** @description Why a FAILED job failed: `upload_lost` (the body stopped coming; a retry with the same `Idempotency-Key` and body resumes the job), `server_error` (not stored; resumed the same way), `request_too_large`, `parse_error` (refused as such: the same body fails the same way). */
+            error?: {
+                detail: string;
+                code: string;
+            };
+            created_at: components["schemas"]["DateTime"];
+            received_at: components["schemas"]["DateTime"] | null;
+            finished_at: components["schemas"]["DateTime"] | null;
+            status_url: string;
+            results_url: string;
+            rerun: components["schemas"]["JobRerunSummary"];
         };
     };
     responses: {
@@ -4282,7 +4370,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example {"line":51,"external_account_number":"BAD-50","outcome":"invalid","platform_account_number":null,"errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation."} */
+                    /**
+                     * @example {"line":51,"external_account_number":"BAD-50","outcome":"invalid","platform_account_number":null,"errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation.","history":[]}
+                     *     {"line":52,"external_account_number":"BAD-51","outcome":"created","platform_account_number":"A-3F2B9C1D","errors":[],"history":[{"outcome":"invalid","errors":[{"detail":"\"CARRIER_PIGEON\" is not a valid choice.","code":"invalid_choice","attr":"sales_channel"}],"code":"account_failed_validation","detail":"Account failed validation.","at":"2025-06-01T09:30:02Z"}]}
+                     */
                     "application/x-ndjson": string;
                     "text/csv; charset=utf-8": string;
                 };
@@ -5159,6 +5250,213 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rerunJobLines: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Applied. The job, as the re-run left it (`PROCESSING` when a line was accepted), with what each line did. */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    /** @description The job's status URL. */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "state": "PROCESSING",
+                     *       "import_supplier": "DEMO_ENERGY",
+                     *       "create": true,
+                     *       "dry_run": false,
+                     *       "schedule_window_start": null,
+                     *       "schedule_window_end": null,
+                     *       "counters": {
+                     *         "received": 5000,
+                     *         "pending": 48,
+                     *         "invalid": 2,
+                     *         "duplicate_line": 20,
+                     *         "staged": 0,
+                     *         "in_progress": 0,
+                     *         "created": 4900,
+                     *         "already_imported": 30,
+                     *         "failed": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "accounts_per_second": 0,
+                     *       "eta_seconds": null,
+                     *       "body_bytes": 115565,
+                     *       "created_at": "2025-06-01T09:30:00Z",
+                     *       "received_at": "2025-06-01T09:30:02Z",
+                     *       "finished_at": null,
+                     *       "status_url": "/v1/data-import/jobs/42/",
+                     *       "results_url": "/v1/data-import/jobs/42/results/",
+                     *       "rerun": {
+                     *         "received": 51,
+                     *         "accepted": 48,
+                     *         "invalid": 1,
+                     *         "not_in_job": 1,
+                     *         "not_retryable": 0,
+                     *         "already_imported": 1,
+                     *         "duplicate_line": 0,
+                     *         "refused": [
+                     *           {
+                     *             "line": 7,
+                     *             "external_account_number": "BAD-650",
+                     *             "outcome": "invalid",
+                     *             "job_line": null,
+                     *             "job_line_outcome": null,
+                     *             "errors": [
+                     *               {
+                     *                 "detail": "\"CARRIER_PIGEON\" is not a valid choice.",
+                     *                 "code": "invalid_choice",
+                     *                 "attr": "sales_channel"
+                     *               }
+                     *             ],
+                     *             "code": "account_failed_validation",
+                     *             "detail": "Account failed validation."
+                     *           },
+                     *           {
+                     *             "line": 12,
+                     *             "external_account_number": "EXT-99999",
+                     *             "outcome": "not_in_job",
+                     *             "job_line": null,
+                     *             "job_line_outcome": null,
+                     *             "errors": []
+                     *           },
+                     *           {
+                     *             "line": 30,
+                     *             "external_account_number": "EXT-31",
+                     *             "outcome": "already_imported",
+                     *             "job_line": 32,
+                     *             "job_line_outcome": "created",
+                     *             "errors": []
+                     *           }
+                     *         ],
+                     *         "refused_truncated": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobRerun"];
+                };
+            };
+            /** @description Unknown query parameter (`invalid_payload`), supplier no longer `Ongoing` (`import_supplier_migration_not_ongoing`), body not valid gzip (`parse_error`), body cut before its end (`upload_lost`: nothing changed; send it again), malformed `Idempotency-Key` (`invalid_idempotency_key`). Invalid corrected accounts are answered per line, not here. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "import_supplier_migration_not_ongoing" | "parse_error" | "upload_lost" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description No body bytes arrived for `UPLOAD_IDLE_TIMEOUT` (`upload_idle_timeout`); nothing changed. */
+            408: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "upload_idle_timeout";
+                    };
+                };
+            };
+            /** @description The job is `RECEIVING`, `FAILED` or `CANCELLED` (`job_not_rerunnable`): upload the corrected accounts as a new job; or a request with this `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "This job is CANCELLED: only the lines of a PROCESSING or COMPLETED job can be sent again. Upload the corrected accounts as a new job.",
+                     *       "code": "job_not_rerunnable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "job_not_rerunnable" | "idempotency_key_in_use";
+                    };
+                };
+            };
+            /** @description The body is larger than `MAX_JOB_BYTES` (`request_too_large`), has more than `MAX_JOB_LINES` lines (`too_many_lines`), or its gzip inflates more than `MAX_GZIP_RATIO` times (`compression_ratio_exceeded`); nothing changed. */
+            413: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "request_too_large" | "too_many_lines" | "compression_ratio_exceeded";
+                    };
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            /** @description The organisation already has `MAX_UPLOADS_PER_ORG` uploads (re-runs included) in progress, or this server `MAX_UPLOADS_PER_REPLICA` (`too_many_uploads`); retry after `Retry-After` seconds. Nothing changed. */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Retry-After": components["headers"]["Retry-After-Required"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Your organisation already has the most uploads in progress at once that it may (MAX_UPLOADS_PER_ORG); retry when one has finished.",
+                     *       "code": "too_many_uploads"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "too_many_uploads";
+                    };
+                };
+            };
             500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
