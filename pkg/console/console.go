@@ -183,6 +183,9 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
 	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
 	mux.HandleFunc("POST /suppliers/{code}/accounts/skip", c.skipAccount)
+	mux.HandleFunc("POST /suppliers/{code}/accounts/unskip", c.unskipAccount)
+	mux.HandleFunc("GET /suppliers/{code}/failures", c.failuresPage)
+	mux.HandleFunc("GET /suppliers/{code}/failures/{id}", c.failurePage)
 	mux.HandleFunc("GET /audit", c.auditPage)
 
 	protect := csrf.Protect(cfg.CSRFKey,

@@ -24,3 +24,20 @@ func accountURL(code, number string) string {
 // skipURL is the skip form's action; the account number is a field of
 // the form (skipAccount).
 func skipURL(code string) string { return accountsURL(code) + "/skip" }
+
+// unskipURL is the unskip form's action (the number in the form, as skip).
+func unskipURL(code string) string { return accountsURL(code) + "/unskip" }
+
+// failuresURL is the supplier's Failures view with filter f.
+func failuresURL(code string, f failureFilter) string {
+	u := supplierURL(code) + "/failures"
+	if q := f.values().Encode(); q != "" {
+		u += "?" + q
+	}
+	return u
+}
+
+// failureURL is one failure record's drill-down.
+func failureURL(code string, id string) string {
+	return supplierURL(code) + "/failures/" + url.PathEscape(id)
+}
