@@ -71,15 +71,15 @@ func catalogueSupplier(t testing.TB, st *testutil.Stack, code string) {
 }
 
 // failingJob is an NDJSON body of n lines for supplier, every every-th
-// line bad (cycling through badKinds), and how many lines each (code,
-// attr) must count.
-func failingJob(t testing.TB, supplier string, n, every int) ([]byte, map[[2]string]int64) {
+// line bad (cycling through badKinds), how many lines each (code, attr)
+// must count, and each bad line's (code, attr).
+func failingJob(t testing.TB, supplier string, n, every int) ([]byte, map[[2]string]int64, map[int][2]string) {
 	t.Helper()
 	raw, err := testutil.ReadRepoFile("pkg/dataimport/testdata/account_valid.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[[2]string]int64{}
+	want, byLine := map[[2]string]int64{}, map[int][2]string{}
 	var body []byte
 	for i := 1; i <= n; i++ {
 		var a map[string]any
@@ -91,6 +91,7 @@ func failingJob(t testing.TB, supplier string, n, every int) ([]byte, map[[2]str
 			k := badKinds[(i/every)%len(badKinds)]
 			k.edit(a)
 			want[[2]string{k.code, k.attr}]++
+			byLine[i] = [2]string{k.code, k.attr}
 		}
 		line, err := json.Marshal(a)
 		if err != nil {
@@ -98,5 +99,5 @@ func failingJob(t testing.TB, supplier string, n, every int) ([]byte, map[[2]str
 		}
 		body = append(append(body, line...), '\n')
 	}
-	return body, want
+	return body, want, byLine
 }

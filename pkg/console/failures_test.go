@@ -53,7 +53,7 @@ func TestFailuresView(t *testing.T) {
 	ten := st.Tenant("Partner", "DEMO_ENERGY", "OTHER")
 	b := loggedIn(t, st, srv.URL, "fiona")
 
-	body, want := failingJob(t, "DEMO_ENERGY", 600, 10) // 60 bad lines, 12 of each kind
+	body, want, _ := failingJob(t, "DEMO_ENERGY", 600, 10) // 60 bad lines, 12 of each kind
 	job := st.As(ten.Token, http.MethodPost, "/v1/data-import/jobs/?import_supplier=DEMO_ENERGY&create=false", body,
 		"Content-Type", "application/x-ndjson")
 	if job.Status != http.StatusAccepted {
