@@ -69,16 +69,16 @@ func failuresJob(t *testing.T, api, token, supplier string) (int64, []map[string
 
 	status, raw = call(http.MethodGet, fmt.Sprintf("/v1/data-import/failures/summary/?import_supplier=%s&job=%d", supplier, job.ID), nil, "")
 	var summary struct {
-		ByCode []struct {
+		Counts []struct {
 			Code, Attr           string
 			Unresolved, Resolved int64
-		} `json:"by_code"`
+		} `json:"counts"`
 	}
 	if status != http.StatusOK || json.Unmarshal(raw, &summary) != nil {
 		t.Fatalf("summary: %d %s", status, raw)
 	}
 	got := map[[2]string]int64{}
-	for _, c := range summary.ByCode {
+	for _, c := range summary.Counts {
 		got[[2]string{c.Code, c.Attr}] = c.Unresolved
 		if c.Resolved != 0 {
 			t.Errorf("summary: %d resolved of %s %s", c.Resolved, c.Code, c.Attr)
