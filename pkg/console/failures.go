@@ -99,8 +99,8 @@ func (c *Console) unskipAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := c.deps.Store.Unskip(r.Context(), code, external)
-	if e, ok := dataimport.AsError(err); ok && e.Code == dataimport.CodeInvalid {
-		http.Error(w, e.Detail, http.StatusConflict)
+	if e, ok := dataimport.AsError(err); ok && e.Code != dataimport.CodeSupplierNotFound {
+		http.Error(w, e.Detail, http.StatusConflict) // not skipped: nothing to undo
 		return
 	}
 	if err != nil {

@@ -215,12 +215,15 @@ func TestUnskip(t *testing.T) {
 		rows[0].Target != "account:DEMO_ENERGY/"+ext || !strings.Contains(string(rows[0].After), `"skipped": false`) {
 		t.Fatalf("audit: %+v %v", rows, err)
 	}
-	// Not skipped: 409, nothing audited; unknown account: 404.
-	if r := b.post(page, "/suppliers/DEMO_ENERGY/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusConflict {
-		t.Fatalf("unskip of an account not skipped: %d %s", r.Status, r.Body)
+	// Not skipped (or never seen): 409, nothing audited; unknown supplier: 404.
+	for _, ext := range []string{ext, "NEVER-SEEN"} {
+		if r := b.post(page, "/suppliers/DEMO_ENERGY/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusConflict ||
+			!strings.Contains(r.Body, "not marked skipped") {
+			t.Fatalf("unskip of %s, not skipped: %d %s", ext, r.Status, r.Body)
+		}
 	}
-	if r := b.post(page, "/suppliers/DEMO_ENERGY/accounts/unskip", url.Values{"external": {"NEVER-SEEN"}}); r.Status != http.StatusNotFound {
-		t.Fatalf("unskip of an unknown account: %d %s", r.Status, r.Body)
+	if r := b.post(page, "/suppliers/NOPE/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusNotFound {
+		t.Fatalf("unskip for an unknown supplier: %d %s", r.Status, r.Body)
 	}
 	if again, _ := st.DB.AuditLog(t.Context(), time.Time{}, 5); again[0].ID != rows[0].ID {
 		t.Fatalf("a refused unskip was audited: %+v", again[0])

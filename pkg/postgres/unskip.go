@@ -11,7 +11,8 @@ import (
 
 // Unskip undoes MarkSkipped: partners may stage and create the account
 // again. Audited (account.unskip) in the transaction of the change; an
-// account that is not skipped is an error, and nothing is audited.
+// account that is not skipped (or unknown) is a dataimport error, and
+// nothing is audited.
 func (db *DB) Unskip(ctx context.Context, supplierCode, external string) error {
 	s, err := db.SupplierByCode(ctx, supplierCode)
 	if err != nil {
@@ -26,10 +27,7 @@ func (db *DB) Unskip(ctx context.Context, supplierCode, external string) error {
 			s.ID, external).Scan(&before).Error; err != nil {
 			return "", nil, nil, err
 		}
-		if len(before) == 0 {
-			return "", nil, nil, ErrProcessNotFound
-		}
-		if !before[0].Skipped {
+		if len(before) == 0 || !before[0].Skipped {
 			return "", nil, nil, dataimport.Errorf(dataimport.CodeInvalid, "account %s/%s is not marked skipped", supplierCode, external)
 		}
 		if err := tx.Exec(`UPDATE import_processes SET skipped = false, modified_at = now() WHERE supplier_id = ? AND external_account_number = ?`,
