@@ -37,12 +37,16 @@ func (c *Console) failuresPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rows []postgres.Failure
-	if err := c.deps.Store.EachFailure(r.Context(), f.query(sup.ID, failuresPageSize+1), func(x postgres.Failure) error {
-		rows = append(rows, x)
-		return nil
-	}); err != nil {
-		c.fail(w, r, err)
-		return
+	// A code or attr the summary does not have matches no record: the list
+	// would read every record of the supplier to find none.
+	if summaryHas(summary, f.Code, f.Attr) {
+		if err := c.deps.Store.EachFailure(r.Context(), f.query(sup.ID, failuresPageSize+1), func(x postgres.Failure) error {
+			rows = append(rows, x)
+			return nil
+		}); err != nil {
+			c.fail(w, r, err)
+			return
+		}
 	}
 	if len(rows) > failuresPageSize {
 		rows = rows[:failuresPageSize]
@@ -50,6 +54,17 @@ func (c *Console) failuresPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data["Summary"], data["Rows"] = summary, rows
 	c.render(w, r, http.StatusOK, "failures", data)
+}
+
+// summaryHas reports whether the summary counts a record with a field
+// error of code and attr (either empty: any).
+func summaryHas(summary []postgres.FailureCount, code, attr string) bool {
+	for _, c := range summary {
+		if (code == "" || c.Code == code) && (attr == "" || c.Attr == attr) && c.Unresolved+c.Resolved > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // failurePage is one record's drill-down: the record, and the payload it

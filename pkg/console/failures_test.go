@@ -129,8 +129,15 @@ func TestFailuresView(t *testing.T) {
 	if rows := failureRows(t, stage.Body); len(rows) != 1 || rows[0].external != "STAGE/1?" || rows[0].codes[0] != "invalid_date" {
 		t.Fatalf("source=stage: %+v", rows)
 	}
-	if rows := failureRows(t, b.do(http.MethodGet, base+"?resolved=true", nil).Body); len(rows) != 0 {
-		t.Errorf("resolved=true lists %d records", len(rows))
+	for _, none := range []string{"resolved=true", "code=no_such_code", "code=invalid_mpan&attr=date_of_sale", "attr=nowhere"} {
+		if p := b.do(http.MethodGet, base+"?"+none, nil); p.Status != http.StatusOK || len(failureRows(t, p.Body)) != 0 ||
+			!strings.Contains(p.Body, "No failure records match.") {
+			t.Errorf("?%s: %d, %d records", none, p.Status, len(failureRows(t, p.Body)))
+		}
+	}
+	// An attr alone matches every code at it.
+	if rows := failureRows(t, b.do(http.MethodGet, base+"?attr=date_of_sale", nil).Body); len(rows) != 13 {
+		t.Errorf("attr=date_of_sale lists %d records, want 13 (12 lines and the refused stage)", len(rows))
 	}
 	for _, bad := range []string{"source=nope", "job=x", "resolved=maybe", "after=-1", "code=" + strings.Repeat("x", 300)} {
 		if p := b.do(http.MethodGet, base+"?"+bad, nil); p.Status != http.StatusBadRequest || !strings.Contains(p.Body, `id="error"`) {
