@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
@@ -104,24 +103,4 @@ func (c *Console) failurePage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.render(w, r, http.StatusOK, "failure", data)
-}
-
-// unskipAccount undoes skipAccount (importctl account unskip).
-func (c *Console) unskipAccount(w http.ResponseWriter, r *http.Request) {
-	code, external := r.PathValue("code"), r.PostFormValue("external")
-	if external == "" {
-		http.Error(w, "external: give the account's external number", http.StatusBadRequest)
-		return
-	}
-	err := c.deps.Store.Unskip(r.Context(), code, external)
-	if e, ok := dataimport.AsError(err); ok && e.Code != dataimport.CodeSupplierNotFound {
-		http.Error(w, e.Detail, http.StatusConflict) // not skipped: nothing to undo
-		return
-	}
-	if err != nil {
-		c.notFoundOr(w, r, err)
-		return
-	}
-	c.invalidateOverview()
-	redirect(w, r, accountURL(code, external)+"&done="+urlQuery("skip undone"))
 }

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -10,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/gridshift/dataimport/pkg/postgres"
 )
 
 var (
@@ -181,58 +177,4 @@ func TestFailuresView(t *testing.T) {
 // accountURL mirrors the console's account URL (urls.go).
 func accountURL(code, number string) string {
 	return "/suppliers/" + url.PathEscape(code) + "/accounts?number=" + url.QueryEscape(number)
-}
-
-// TestUnskip: an operator undoes a skip from the account's page; the
-// partner may then stage the account, the audit log names the operator,
-// and undoing a skip that is not there changes nothing.
-func TestUnskip(t *testing.T) {
-	st, srv := consoleStack(t)
-	st.Supplier("DEMO_ENERGY")
-	ten := st.Tenant("Partner", "DEMO_ENERGY")
-	b := loggedIn(t, st, srv.URL, "uma")
-	const ext = "SKIP/50%"
-	page := accountURL("DEMO_ENERGY", ext)
-	if err := st.DB.MarkSkipped(postgres.WithActor(context.Background(), "operator:uma"), "DEMO_ENERGY", ext); err != nil {
-		t.Fatal(err)
-	}
-	stage := func() int {
-		return st.As(ten.Token, http.MethodPost, "/v1/data-import/account-import-process/create-or-update/", accountBody(t, "DEMO_ENERGY", ext)).Status
-	}
-	if s := stage(); s != http.StatusBadRequest {
-		t.Fatalf("staging a skipped account: %d", s)
-	}
-	p := b.do(http.MethodGet, page, nil)
-	if !strings.Contains(p.Body, `id="unskip"`) || strings.Contains(p.Body, `id="skip"`) {
-		t.Fatalf("a skipped account's page offers no undo: %.2000s", p.Body)
-	}
-	if r := b.post(page, "/suppliers/DEMO_ENERGY/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusSeeOther ||
-		r.Location != page+"&done="+url.QueryEscape("skip undone") {
-		t.Fatalf("unskip: %d → %q %s", r.Status, r.Location, r.Body)
-	}
-	p = b.do(http.MethodGet, page, nil)
-	if strings.Contains(p.Body, `id="skipped"`) || strings.Contains(p.Body, `id="unskip"`) || !strings.Contains(p.Body, `id="skip"`) {
-		t.Fatalf("after the undo the page still shows the skip: %.2000s", p.Body)
-	}
-	if s := stage(); s != http.StatusCreated {
-		t.Fatalf("staging after the undo: %d", s)
-	}
-	rows, err := st.DB.AuditLog(t.Context(), time.Time{}, 5)
-	if err != nil || len(rows) == 0 || rows[0].Action != postgres.AuditAccountUnskip || rows[0].Actor != "operator:uma" ||
-		rows[0].Target != "account:DEMO_ENERGY/"+ext || !strings.Contains(string(rows[0].After), `"skipped": false`) {
-		t.Fatalf("audit: %+v %v", rows, err)
-	}
-	// Not skipped (or never seen): 409, nothing audited; unknown supplier: 404.
-	for _, ext := range []string{ext, "NEVER-SEEN"} {
-		if r := b.post(page, "/suppliers/DEMO_ENERGY/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusConflict ||
-			!strings.Contains(r.Body, "not marked skipped") {
-			t.Fatalf("unskip of %s, not skipped: %d %s", ext, r.Status, r.Body)
-		}
-	}
-	if r := b.post(page, "/suppliers/NOPE/accounts/unskip", url.Values{"external": {ext}}); r.Status != http.StatusNotFound {
-		t.Fatalf("unskip for an unknown supplier: %d %s", r.Status, r.Body)
-	}
-	if again, _ := st.DB.AuditLog(t.Context(), time.Time{}, 5); again[0].ID != rows[0].ID {
-		t.Fatalf("a refused unskip was audited: %+v", again[0])
-	}
 }

@@ -20,7 +20,8 @@ var fragmentNames = []string{"live"}
 
 var funcs = template.FuncMap{
 	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
-	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "failuresURL": failuresURL, "failureURL": failureURL,
+	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "retryAccountURL": retryAccountURL,
+	"failuresURL": failuresURL, "failureURL": failureURL,
 	"since": func(t *time.Time) string {
 		if t == nil {
 			return "—"

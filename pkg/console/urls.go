@@ -25,8 +25,12 @@ func accountURL(code, number string) string {
 // the form (skipAccount).
 func skipURL(code string) string { return accountsURL(code) + "/skip" }
 
-// unskipURL is the unskip form's action (the number in the form, as skip).
+// unskipURL and retryAccountURL are the actions of the account page's
+// unskip and retry forms (account_actions.go), the number a form field as
+// for skip.
 func unskipURL(code string) string { return accountsURL(code) + "/unskip" }
+
+func retryAccountURL(code string) string { return accountsURL(code) + "/retry" }
 
 // failuresURL is the supplier's Failures view with filter f.
 func failuresURL(code string, f failureFilter) string {

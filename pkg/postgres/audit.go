@@ -47,7 +47,6 @@ const (
 	AuditAPIKeyRevoke      = "apikey.revoke"
 	AuditLimitSet          = "limit.set"
 	AuditAccountSkip       = "account.skip"
-	AuditAccountUnskip     = "account.unskip"
 	AuditStatementOpen     = "statement.open"
 	AuditEmailResend       = "email.resend"
 	AuditOperatorCreate    = "operator.create"
