@@ -24,7 +24,8 @@ func (c *Console) failuresPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, problem := parseFailureFilter(r.URL.Query())
-	data := map[string]any{"Supplier": sup.Code, "Filter": f, "NoFilter": failureFilter{}, "Sources": postgres.FailureSources}
+	data := map[string]any{"Supplier": sup.Code, "Filter": f, "NoFilter": failureFilter{}, "Sources": postgres.FailureSources,
+		"Flash": r.URL.Query().Get("done")}
 	if problem != "" {
 		data["Error"] = problem
 		c.render(w, r, http.StatusBadRequest, "failures", data)

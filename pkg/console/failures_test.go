@@ -178,3 +178,48 @@ func TestFailuresView(t *testing.T) {
 func accountURL(code, number string) string {
 	return "/suppliers/" + url.PathEscape(code) + "/accounts?number=" + url.QueryEscape(number)
 }
+
+// TestRetryFailuresForm: the Failures view's retry posts its filter to
+// RetryFailedCreations under the operator's name (audited with the
+// filter and the count), reports the count, and refuses a filter of
+// refused data (only creations are re-run). What a retry re-runs is
+// tested with the store (pkg/postgres, pkg/app).
+func TestRetryFailuresForm(t *testing.T) {
+	st, srv := consoleStack(t)
+	st.Supplier("ACME")
+	b := loggedIn(t, st, srv.URL, "rita")
+	page := "/suppliers/ACME/failures?code=invalid_mpan&job=7"
+	p := b.do(http.MethodGet, page, nil)
+	if !strings.Contains(p.Body, `id="retry-failures"`) || !strings.Contains(p.Body, `name="code" value="invalid_mpan"`) ||
+		!strings.Contains(p.Body, `name="job" value="7"`) {
+		t.Fatalf("no retry form with the filter: %.3000s", p.Body)
+	}
+	if p := b.do(http.MethodGet, "/suppliers/ACME/failures?source=stage", nil); strings.Contains(p.Body, `id="retry-failures"`) {
+		t.Error("a filter of refused stages offers a retry")
+	}
+	r := b.post(page, "/suppliers/ACME/failures/retry", url.Values{"code": {"invalid_mpan"}, "attr": {""}, "job": {"7"}, "source": {""}})
+	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, "/suppliers/ACME/failures?") {
+		t.Fatalf("retry: %d → %q %s", r.Status, r.Location, r.Body)
+	}
+	if p := b.do(http.MethodGet, r.Location, nil); !strings.Contains(p.Body, "Done: 0 failed creations re-run") ||
+		!strings.Contains(p.Body, `name="code" value="invalid_mpan"`) {
+		t.Fatalf("after the retry (%s): %.2000s", r.Location, p.Body)
+	}
+	var audit []struct{ Actor, Target, After string }
+	if err := st.DB.Gorm().Raw(`SELECT actor, target, after::text AS after FROM audit_log WHERE action = 'failures.retry'`).Scan(&audit).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) != 1 || audit[0].Actor != "operator:rita" || audit[0].Target != "supplier:ACME" ||
+		!strings.Contains(audit[0].After, `"code": "invalid_mpan"`) || !strings.Contains(audit[0].After, `"job": 7`) ||
+		!strings.Contains(audit[0].After, `"retried": 0`) {
+		t.Fatalf("audit: %+v", audit)
+	}
+	for _, bad := range []url.Values{{"source": {"stage"}}, {"job": {"x"}}} {
+		if r := b.post(page, "/suppliers/ACME/failures/retry", bad); r.Status != http.StatusBadRequest {
+			t.Errorf("retry with %v: %d, want 400", bad, r.Status)
+		}
+	}
+	if r := b.post(page, "/suppliers/NOPE/failures/retry", url.Values{}); r.Status != http.StatusNotFound {
+		t.Errorf("retry for an unknown supplier: %d", r.Status)
+	}
+}

@@ -21,7 +21,7 @@ var fragmentNames = []string{"live"}
 var funcs = template.FuncMap{
 	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
 	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "retryAccountURL": retryAccountURL,
-	"failuresURL": failuresURL, "failureURL": failureURL,
+	"failuresURL": failuresURL, "failureURL": failureURL, "failuresRetryURL": failuresRetryURL,
 	"since": func(t *time.Time) string {
 		if t == nil {
 			return "—"

@@ -45,3 +45,7 @@ func failuresURL(code string, f failureFilter) string {
 func failureURL(code string, id string) string {
 	return supplierURL(code) + "/failures/" + url.PathEscape(id)
 }
+
+// failuresRetryURL is the action of the Failures view's retry form (the
+// filter in the form's fields).
+func failuresRetryURL(code string) string { return supplierURL(code) + "/failures/retry" }
