@@ -106,7 +106,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := st.DB.Gorm().Raw(`SELECT action FROM audit_log WHERE actor = 'operator:olga' ORDER BY id`).Scan(&actions).Error; err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(actions, " "); got != "operator.login operator.change_password supplier.set_status supplier.set_status limit.set limit.set account.skip account.unskip" {
+	if got := strings.Join(actions, " "); got != "operator.login operator.change_password supplier.set_status supplier.set_status limit.set limit.set account.skip account.unskip failures.retry" {
 		t.Errorf("audit actions of operator:olga: %s", got)
 	}
 	for name, path := range map[string]string{"console-overview.png": shot, "console-failures.png": failuresShot} {

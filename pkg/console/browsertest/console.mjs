@@ -241,6 +241,13 @@ try {
   await page.waitForURL((u) => u.pathname === `/suppliers/${FAILURES_SUPPLIER}/accounts` && u.searchParams.get("number") === ext);
   ok(`the drill-down leads to the account's page (${ext}, never staged: its line was invalid)`);
 
+  // Retry the failed creations of a filter: none here (the lines were refused, not failed to create).
+  await page.goto(CONSOLE + `/suppliers/${FAILURES_SUPPLIER}/failures?code=invalid_mpan&job=${FAILURES_JOB}`);
+  await page.click("#retry-failures");
+  await page.waitForSelector("#flash");
+  check((await page.textContent("#flash")).includes("0 failed creations re-run"),
+    "the Failures view's retry, confirmed, reports the creations it re-runs (none: refused lines are not creations)");
+
   // --- The actions appear in the audit log.
   await page.click('a[href="/audit"]');
   const rows = await page.$$eval("#audit tbody tr", (trs) => trs.map((tr) => ({
