@@ -69,12 +69,14 @@ bench-failures:
 	  export TEST_DATABASE_URL="$$DATABASE_URL" BENCH_FAILURES_ACCOUNTS=$(BENCH_FAILURES_ACCOUNTS); \
 	  $(GO) test -run '^$$' -bench '^BenchmarkFailureSummary$$' -benchtime 20x -timeout 20m -v ./pkg/postgres/
 
-## bench-console: the console's overview rendered with CONSOLE_BENCH_PROCESSES (default 1,000,000) import processes (goal < 300 ms)
+## bench-console: the console's overview rendered with CONSOLE_BENCH_PROCESSES (default 1,000,000) import processes, and its Failures view with 30,000 failure records among CONSOLE_BENCH_FAILURE_PROCESSES (default 1,500,000) (goal < 300 ms a page)
 CONSOLE_BENCH_PROCESSES ?= 1000000
+CONSOLE_BENCH_FAILURE_PROCESSES ?= 1500000
 bench-console:
 	@set -euo pipefail; eval "$$(deploy/local/services.sh up)"; \
-	  export TEST_DATABASE_URL="$$DATABASE_URL" CONSOLE_BENCH_PROCESSES=$(CONSOLE_BENCH_PROCESSES); \
-	  $(GO) test -run '^$$' -bench '^BenchmarkOverview$$' -benchtime 20x -timeout 20m -v ./pkg/console/
+	  export TEST_DATABASE_URL="$$DATABASE_URL"; \
+	  CONSOLE_BENCH_PROCESSES=$(CONSOLE_BENCH_PROCESSES) $(GO) test -run '^$$' -bench '^BenchmarkOverview$$' -benchtime 20x -timeout 20m -v ./pkg/console/; \
+	  CONSOLE_BENCH_PROCESSES=$(CONSOLE_BENCH_FAILURE_PROCESSES) $(GO) test -run '^$$' -bench '^BenchmarkFailuresView$$' -benchtime 20x -timeout 20m -v ./pkg/console/
 
 # package:target[:count] of every fuzz target; each runs its count, else FUZZTIME, in make test.
 FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzAccountURLs:$(FUZZTIME_HTTP) ./pkg/csvconvert:FuzzConvert:$(FUZZTIME_CONVERT) ./pkg/storable:FuzzText

@@ -28,7 +28,13 @@ import (
 // refusing concurrent creates (429), an account's timeline, the actions in
 // the audit log, no session → /login, a POST without CSRF token refused, a
 // partner token opening nothing in the console and a console session
-// nothing in the partner API. It keeps results/console-overview.png.
+// nothing in the partner API. And issue 31's Failures view: a 10,000-line
+// job with 2% bad lines across five field codes is counted per (code,
+// attr) exactly by the partner summary and the page, its CSV names each
+// line's field code, the page lists, pages and filters the records and
+// drills down to a line as sent with its error at its attr, and a skip is
+// undone from the account's page. It keeps results/console-overview.png
+// and results/console-failures.png.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped with -short")
@@ -38,7 +44,8 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	st := testutil.NewStack(t)
 	st.Supplier("DEMO_ENERGY")
-	ten := st.Tenant("Demo Partner", "DEMO_ENERGY")
+	catalogueSupplier(t, st, "GB_ENERGY") // the Failures view's: market GB, products required
+	ten := st.Tenant("Demo Partner", "DEMO_ENERGY", "GB_ENERGY")
 	if _, err := st.DB.CreateTeam(t.Context(), "Migrations"); err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +72,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The worker runs one asynq server per queue group (imports, webhooks).
 	waitFor(t, "the worker", func() bool { s, err := insp.Servers(); return err == nil && len(s) > 0 }, worker)
 
+	jobID, counts := failuresJob(t, "http://"+apiAddr, ten.Token, "GB_ENERGY")
+
 	account, err := testutil.ReadRepoFile("pkg/dataimport/testdata/account_valid.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(t.TempDir(), "console-overview.png")
+	failuresShot := filepath.Join(t.TempDir(), "console-failures.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.mjs")
 	cmd.Dir = scripts
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "CONSOLE_URL=http://"+consoleAddr, "API_URL=http://"+apiAddr,
 		"PARTNER_TOKEN="+ten.Token, "SUPPLIER=DEMO_ENERGY", "TEAM=Migrations", "OPERATOR=olga", "ONE_TIME_PASSWORD="+pw,
-		"ACCOUNT_JSON="+string(account), "SCREENSHOT="+shot)
+		"ACCOUNT_JSON="+string(account), "SCREENSHOT="+shot, "FAILURES_SUPPLIER=GB_ENERGY", fmt.Sprint("FAILURES_JOB=", jobID),
+		"FAILURE_COUNTS="+jsonEnv(t, counts), "FAILURES_SCREENSHOT="+failuresShot)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -95,16 +106,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := st.DB.Gorm().Raw(`SELECT action FROM audit_log WHERE actor = 'operator:olga' ORDER BY id`).Scan(&actions).Error; err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(actions, " "); got != "operator.login operator.change_password supplier.set_status supplier.set_status limit.set limit.set account.skip" {
+	if got := strings.Join(actions, " "); got != "operator.login operator.change_password supplier.set_status supplier.set_status limit.set limit.set account.skip account.unskip failures.retry" {
 		t.Errorf("audit actions of operator:olga: %s", got)
 	}
-	raw, err := os.ReadFile(shot)
-	if err != nil || len(raw) < 10000 {
-		t.Fatalf("no overview screenshot: %v (%d bytes)", err, len(raw))
-	}
-	if err := os.MkdirAll(filepath.Join(testutil.RepoRoot(), "results"), 0o755); err == nil {
-		if err := os.WriteFile(filepath.Join(testutil.RepoRoot(), "results", "console-overview.png"), raw, 0o644); err != nil {
-			t.Logf("could not keep the screenshot: %v", err)
+	for name, path := range map[string]string{"console-overview.png": shot, "console-failures.png": failuresShot} {
+		raw, err := os.ReadFile(path)
+		if err != nil || len(raw) < 10000 {
+			t.Fatalf("no screenshot %s: %v (%d bytes)", name, err, len(raw))
+		}
+		if err := os.MkdirAll(filepath.Join(testutil.RepoRoot(), "results"), 0o755); err == nil {
+			if err := os.WriteFile(filepath.Join(testutil.RepoRoot(), "results", name), raw, 0o644); err != nil {
+				t.Logf("could not keep the screenshot: %v", err)
+			}
 		}
 	}
 }

@@ -188,6 +188,9 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /suppliers/{code}/accounts/skip", c.skipAccount)
 	mux.HandleFunc("POST /suppliers/{code}/accounts/unskip", c.unskipAccount) // account_actions.go
 	mux.HandleFunc("POST /suppliers/{code}/accounts/retry", c.retryAccount)
+	mux.HandleFunc("GET /suppliers/{code}/failures", c.failuresPage)
+	mux.HandleFunc("GET /suppliers/{code}/failures/{id}", c.failurePage)
+	mux.HandleFunc("POST /suppliers/{code}/failures/retry", c.retryFailures) // failures_retry.go
 	mux.HandleFunc("GET /audit", c.auditPage)
 
 	protect := csrf.Protect(cfg.CSRFKey,

@@ -14,20 +14,27 @@ import (
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html (fragments render alone).
-var pageNames = []string{"login", "password", "overview", "supplier", "account", "audit"}
+var pageNames = []string{"login", "password", "overview", "supplier", "account", "audit", "failures", "failure"}
 
 var fragmentNames = []string{"live"}
 
 var funcs = template.FuncMap{
 	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
 	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "retryAccountURL": retryAccountURL,
+	"failuresURL": failuresURL, "failureURL": failureURL, "failuresRetryURL": failuresRetryURL,
 	"since": func(t *time.Time) string {
 		if t == nil {
 			return "—"
 		}
 		return time.Since(*t).Round(time.Second).String()
 	},
-	"at":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"at": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"atp": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
 	"date": func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"json": func(raw []byte) string {
 		if len(raw) == 0 || string(raw) == "null" {

@@ -27,7 +27,7 @@ func (c *Console) supplierPage(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusOK, "supplier", map[string]any{"Supplier": sup, "Errors": groups,
 		"Statuses": []dataimport.SupplierStatus{dataimport.SupplierOngoing, dataimport.SupplierPaused, dataimport.SupplierComplete},
-		"Flash":    r.URL.Query().Get("done")})
+		"Flash":    r.URL.Query().Get("done"), "NoFilter": failureFilter{}})
 }
 
 // setSupplierStatus is the console's `importctl supplier set-status`. The
@@ -52,7 +52,7 @@ func (c *Console) setSupplierStatus(w http.ResponseWriter, r *http.Request) {
 func (c *Console) accountPage(w http.ResponseWriter, r *http.Request) {
 	code := r.PathValue("code")
 	q := strings.TrimSpace(r.URL.Query().Get("number"))
-	data := map[string]any{"Supplier": code, "Number": q, "Flash": r.URL.Query().Get("done")}
+	data := map[string]any{"Supplier": code, "Number": q, "Flash": r.URL.Query().Get("done"), "NoFilter": failureFilter{}}
 	if q == "" || len(q) > 128 {
 		data["Error"] = "Give an external or platform account number (at most 128 characters)."
 		c.render(w, r, http.StatusBadRequest, "account", data)

@@ -31,3 +31,21 @@ func skipURL(code string) string { return accountsURL(code) + "/skip" }
 func unskipURL(code string) string { return accountsURL(code) + "/unskip" }
 
 func retryAccountURL(code string) string { return accountsURL(code) + "/retry" }
+
+// failuresURL is the supplier's Failures view with filter f.
+func failuresURL(code string, f failureFilter) string {
+	u := supplierURL(code) + "/failures"
+	if q := f.values().Encode(); q != "" {
+		u += "?" + q
+	}
+	return u
+}
+
+// failureURL is one failure record's drill-down.
+func failureURL(code string, id string) string {
+	return supplierURL(code) + "/failures/" + url.PathEscape(id)
+}
+
+// failuresRetryURL is the action of the Failures view's retry form (the
+// filter in the form's fields).
+func failuresRetryURL(code string) string { return supplierURL(code) + "/failures/retry" }

@@ -554,7 +554,7 @@ func (s *Server) validateLine(ctx context.Context, n int, line []byte, sup datai
 		e = dataimport.Errorf(dataimport.CodeServerError, "The line could not be validated.")
 	}
 	jl.Err = e
-	jl.External = lenientExternal(line)
+	jl.External, jl.Payload = lenientExternal(line), line // the store keeps the line's text, bounded
 	return jl
 }
 

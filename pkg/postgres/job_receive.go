@@ -153,7 +153,8 @@ func markDuplicateLines(ctx context.Context, tx pgx.Tx, jobID int64) (int64, err
 }
 
 // JobLine is one line of an upload, validated: Payload is the normalised
-// account to stage, or Err says why the line is invalid.
+// account to stage, or Err says why the line is invalid (Payload then is
+// the line as sent, if any, kept for operators to see).
 type JobLine struct {
 	Line     int
 	External string
@@ -168,6 +169,11 @@ const (
 	jobCopyBatch = 2000
 	jobCopyBytes = 4 << 20
 )
+
+// invalidLineKept bounds the text an invalid line keeps of itself (an
+// account is a few KB; an invalid line may be anything up to the line
+// limit).
+const invalidLineKept = 64 << 10
 
 // ErrUploadTakenOver answers a receiving request whose job another request
 // took over (or the reaper failed) while it was receiving.
@@ -395,6 +401,13 @@ func (b *receiveBatch) add(l JobLine, counters *dataimport.JobCounters) error {
 			b.bytes += len(ej)
 		}
 		hash = h
+		if len(l.Payload) > 0 {
+			// Kept for the console's drill-down: the line as sent, cleaned
+			// (it may hold anything) and bounded.
+			p := storable.Bytes(l.Payload, invalidLineKept)
+			payload = p
+			b.bytes += len(p)
+		}
 		b.fails.ext = append(b.fails.ext, storable.Text(l.External, failureExternalMax))
 		b.fails.err = append(b.fails.err, b.errs[h].json)
 		b.fails.line = append(b.fails.line, int64(l.Line))

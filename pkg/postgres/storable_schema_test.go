@@ -45,7 +45,7 @@ var textOrigins = map[string]string{
 	"import_attempts.platform_account_number": internal,
 	"import_failures.error":                   external, "import_failures.external_account_number": external, "import_failures.source": internal,
 	"import_job_errors.error": external, "import_job_records.errors": external, "import_job_records.external_account_number": partner,
-	"import_job_records.outcome": internal, "import_job_records.payload": partner,
+	"import_job_records.outcome": internal, "import_job_records.payload": external, // an invalid line keeps its text
 	"import_job_records.platform_account_number": internal,
 	"import_jobs.error":                          external, "import_jobs.idempotency_key": partner, "import_jobs.lease_owner": internal,
 	"import_jobs.rate_samples": internal, "import_jobs.request_query": partner, "import_jobs.state": internal,
@@ -192,7 +192,7 @@ func TestStorableTextColumns(t *testing.T) {
 	job := e.receivingJob(s, "Storable jobs")
 	if _, err := e.db.ReceiveJob(e.ctx, job.ID, 0, func() int64 { return 1 }, func() []byte { return make([]byte, 32) },
 		func(emit func(postgres.JobLine) error) error {
-			if err := emit(postgres.JobLine{Line: 1, External: "R-1", Payload: []byte(`{}`),
+			if err := emit(postgres.JobLine{Line: 1, External: "R-1", Payload: []byte(hostile),
 				Err: &dataimport.Error{Code: "invalid", Detail: hostile, Errors: []dataimport.FieldError{{Detail: hostile, Code: "x", Attr: hostile}}}}); err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func TestStorableTextColumns(t *testing.T) {
 	}
 	// Invalid lines' errors are stored once per job (import_job_errors); a
 	// line's own error (a window that expired, a failed creation) on the line.
-	proved("import_job_errors.error")
+	proved("import_job_errors.error", "import_job_records.payload")
 	e.must(e.g.Exec(`UPDATE import_job_records SET outcome = 'staged' WHERE job_id = ? AND line = 2`, job.ID).Error)
 	e.must(e.db.ExpireJobLines(e.ctx, job.ID, &dataimport.Error{Code: "schedule_window_expired", Detail: hostile}))
 	proved("import_job_records.errors")

@@ -20,6 +20,9 @@ const OPERATOR = env("OPERATOR");
 const PASSWORD = env("ONE_TIME_PASSWORD");
 const ACCOUNT = JSON.parse(env("ACCOUNT_JSON"));
 const NEW_PASSWORD = "a much longer password";
+const FAILURES_SUPPLIER = env("FAILURES_SUPPLIER");
+const FAILURES_JOB = env("FAILURES_JOB");
+const FAILURE_COUNTS = JSON.parse(env("FAILURE_COUNTS")); // [{code, attr, n}] of the job's bad lines
 
 const t0 = Date.now();
 const ok = (what) => console.log(`ok ${what} [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
@@ -175,6 +178,76 @@ try {
   const skipped = await stage("PAUSED-1");
   check(skipped.status === 400 && skipped.json?.code === "account_marked_skipped", `staging a skipped account gets 400 (${skipped.json?.code})`);
 
+  // --- Undo the skip from the account's page: staging works again.
+  await page.click("#unskip");
+  await page.waitForSelector("#skip");
+  check(!(await page.$("#skipped")), "the skip is undone from the account's page");
+  const unskipped = await stage("PAUSED-1");
+  check(unskipped.status === 200 || unskipped.status === 201, `staging the account again after the undo works (${unskipped.status})`);
+
+  // --- The Failures view of the 10,000-line job's supplier: 2% bad lines across five field codes.
+  await page.goto(CONSOLE + `/suppliers/${FAILURES_SUPPLIER}`);
+  await page.click("#failures-link");
+  await page.waitForSelector("#failure-summary");
+  const summary = await page.$$eval("#failure-summary tbody tr[data-code]", (trs) => trs.map((tr) => ({
+    code: tr.dataset.code, attr: tr.dataset.attr, n: Number(tr.querySelector(".unresolved").textContent),
+  })));
+  const key = (c) => `${c.code} ${c.attr} ${c.n}`;
+  check(summary.length === FAILURE_COUNTS.length && FAILURE_COUNTS.every((w) => summary.some((g) => key(g) === key(w))),
+    `the Failures view counts each (code, attr) exactly (${summary.map(key).join("; ")})`);
+  const firstPage = await page.$$eval("#failures tbody tr[data-id]", (trs) => trs.map((tr) => tr.dataset.id));
+  check(firstPage.length === 50 && (await page.$("#page-next")), "the list is paged: 50 records and a next page");
+  await page.click("#page-next");
+  await page.waitForSelector("#page-first");
+  const secondPage = await page.$$eval("#failures tbody tr[data-id]", (trs) => trs.map((tr) => tr.dataset.id));
+  check(secondPage.length === 50 && secondPage.every((id) => !firstPage.includes(id)), "the next page lists the next 50 records");
+
+  // Filter by cause from the summary: the phone errors only.
+  await page.click('#failure-summary tr[data-code="invalid_phone_number"] a.filter');
+  await page.waitForSelector('#failure-summary tr.selected[data-code="invalid_phone_number"]');
+  const phones = await page.$$eval("#failures tbody tr[data-id]", (trs) => trs.map((tr) => [...tr.querySelectorAll(".code")].map((c) => c.textContent).join(",")));
+  const wantPhones = FAILURE_COUNTS.find((c) => c.code === "invalid_phone_number").n;
+  check(phones.length === wantPhones && phones.every((c) => c === "invalid_phone_number"),
+    `filtered by invalid_phone_number the list shows its ${phones.length} records and no other`);
+
+  // Filter with the form: code invalid_mpan, source job_line, this job.
+  await page.fill("#filter-code", "invalid_mpan");
+  await page.fill("#filter-attr", "");
+  await page.fill("#filter-job", FAILURES_JOB);
+  await page.selectOption("#filter-source", "job_line");
+  await page.selectOption("#filter-resolved", "false");
+  await Promise.all([page.waitForNavigation(), page.click("#filter-apply")]);
+  const mpans = await page.$$eval("#failures tbody tr[data-id]", (trs) => trs.map((tr) => ({
+    codes: [...tr.querySelectorAll(".code")].map((c) => c.textContent).join(","), source: tr.querySelector(".source").textContent,
+    job: tr.querySelector(".job").textContent,
+  })));
+  const wantMpans = FAILURE_COUNTS.find((c) => c.code === "invalid_mpan").n;
+  check(mpans.length === wantMpans && mpans.every((r) => r.codes === "invalid_mpan" && r.source === "job_line" && r.job.startsWith(`${FAILURES_JOB}, `)),
+    `the filter form (code, job, source, resolved) lists the ${mpans.length} bad-MPAN lines of job ${FAILURES_JOB}`);
+  await page.screenshot({ path: env("FAILURES_SCREENSHOT"), fullPage: true });
+
+  // Drill down to one line: the payload as sent, the error at the MPAN.
+  await page.click("#failures tbody tr[data-id] a.details");
+  await page.waitForSelector("#payload");
+  const marked = await page.$$eval("#payload .has-error", (spans) => spans.map((s) => ({
+    path: s.dataset.path, text: s.textContent, code: s.querySelector(".annot")?.dataset.code,
+  })));
+  check(marked.length === 1 && marked[0].path === "supply_addresses.0.meter_points.0.mpxn" && marked[0].code === "invalid_mpan" &&
+    marked[0].text.includes('"mpxn": "1200023305968"'),
+    `the drill-down shows the line as sent with invalid_mpan at its MPAN (${JSON.stringify(marked)})`);
+  check((await page.textContent("#failure-job")).includes(`job ${FAILURES_JOB}, line`), "the drill-down names the job and line");
+  const ext = (await page.textContent("#failure-account")).trim();
+  await page.click("#failure-account");
+  await page.waitForURL((u) => u.pathname === `/suppliers/${FAILURES_SUPPLIER}/accounts` && u.searchParams.get("number") === ext);
+  ok(`the drill-down leads to the account's page (${ext}, never staged: its line was invalid)`);
+
+  // Retry the failed creations of a filter: none here (the lines were refused, not failed to create).
+  await page.goto(CONSOLE + `/suppliers/${FAILURES_SUPPLIER}/failures?code=invalid_mpan&job=${FAILURES_JOB}`);
+  await page.click("#retry-failures");
+  await page.waitForSelector("#flash");
+  check((await page.textContent("#flash")).includes("0 failed creations re-run"),
+    "the Failures view's retry, confirmed, reports the creations it re-runs (none: refused lines are not creations)");
+
   // --- The actions appear in the audit log.
   await page.click('a[href="/audit"]');
   const rows = await page.$$eval("#audit tbody tr", (trs) => trs.map((tr) => ({
@@ -183,7 +256,8 @@ try {
   const mine = rows.filter((r) => r.actor === `operator:${OPERATOR}`);
   const has = (action, target) => mine.some((r) => r.action === action && r.target === target);
   check(has("supplier.set_status", `supplier:${SUPPLIER}`) && has("limit.set", "concurrency_limit") &&
-    has("account.skip", `account:${SUPPLIER}/PAUSED-1`) && has("operator.change_password", `operator:${OPERATOR}`) &&
+    has("account.skip", `account:${SUPPLIER}/PAUSED-1`) && has("account.unskip", `account:${SUPPLIER}/PAUSED-1`) &&
+    has("operator.change_password", `operator:${OPERATOR}`) &&
     has("operator.login", `operator:${OPERATOR}`) && mine.filter((r) => r.action === "supplier.set_status").length === 2 &&
     mine.filter((r) => r.action === "limit.set").length === 2,
     `the audit log shows the operator's actions (${mine.map((r) => r.action).join(", ")})`);
