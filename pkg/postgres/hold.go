@@ -166,3 +166,35 @@ func supplierGuard(ctx context.Context, tx *sql.Tx, supplierID int64) error {
 	}
 	return nil
 }
+
+// endPendingOnComplete ends, in the transaction that sets the supplier
+// Complete, every creation of it scheduled and not started (v2 PENDING,
+// held v1 creates among them), whatever its window: CANCELLED with
+// import_supplier_migration_complete, its attempt row and event. Attempts
+// already started are ended by the worker that runs them (EndOnComplete).
+func endPendingOnComplete(tx *gorm.DB, code string) error {
+	e := storableError(dataimport.SupplierCompleteError(code))
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("end pending on complete: %w", err)
+	}
+	err = tx.Exec(`
+		WITH c AS (
+			UPDATE import_processes p
+			   SET status = 'UNKNOWN', v2_status = 'CANCELLED', scheduled = false, dry_run = false, latest_error = ?::jsonb, modified_at = now()
+			  FROM import_suppliers s
+			 WHERE s.code = ? AND p.supplier_id = s.id AND p.status = 'IN_PROGRESS' AND p.v2_status = 'PENDING' AND p.scheduled
+			   AND p.platform_account_number IS NULL
+			RETURNING p.id, p.attempt
+		), a AS (
+			INSERT INTO import_attempts (process_id, attempt, outcome, error) SELECT id, attempt, 'CANCELLED', ?::jsonb FROM c
+			ON CONFLICT (process_id, attempt) DO NOTHING
+		)
+		INSERT INTO import_process_events (process_id, event, data)
+		SELECT id, ?, jsonb_build_object('attempt', attempt, 'error', ?::jsonb) FROM c ORDER BY id`,
+		string(b), code, string(b), dataimport.EventCancelled, string(b)).Error
+	if err != nil {
+		return fmt.Errorf("end pending on complete: %w", err)
+	}
+	return nil
+}

@@ -75,6 +75,11 @@ func (db *DB) SetSupplierStatus(ctx context.Context, code string, status dataimp
 			string(status), reason, time.Now().UTC(), code).Error; err != nil {
 			return "", nil, nil, err
 		}
+		if status == dataimport.SupplierComplete {
+			if err := endPendingOnComplete(tx, code); err != nil {
+				return "", nil, nil, err
+			}
+		}
 		return "supplier:" + code, map[string]string{"status": before[0]}, map[string]string{"status": string(status)}, nil
 	})
 	if err != nil {
