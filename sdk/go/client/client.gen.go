@@ -171,6 +171,10 @@ const (
 	ImportProcessErrorV1               FeedEventType = "import_process.error-v1"
 	ImportProcessPostImportCompletedV1 FeedEventType = "import_process.post_import.completed-v1"
 	ImportProcessPostImportErrorV1     FeedEventType = "import_process.post_import.error-v1"
+	JobCancelledV1                     FeedEventType = "job.cancelled-v1"
+	JobCompletedV1                     FeedEventType = "job.completed-v1"
+	JobFailedV1                        FeedEventType = "job.failed-v1"
+	SupplierPausedV1                   FeedEventType = "supplier.paused-v1"
 )
 
 // Valid indicates whether the value is a known member of the FeedEventType enum.
@@ -189,6 +193,14 @@ func (e FeedEventType) Valid() bool {
 	case ImportProcessPostImportCompletedV1:
 		return true
 	case ImportProcessPostImportErrorV1:
+		return true
+	case JobCancelledV1:
+		return true
+	case JobCompletedV1:
+		return true
+	case JobFailedV1:
+		return true
+	case SupplierPausedV1:
 		return true
 	default:
 		return false
@@ -1298,7 +1310,8 @@ type FailureSummary struct {
 
 // FeedEvent One published event: the pull feed's item and a webhook's body.
 type FeedEvent struct {
-	Data FeedEventData `json:"data"`
+	// Data What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`).
+	Data FeedEvent_Data `json:"data"`
 
 	// Id Unique and stable across reads, retries and replays: de-duplicate on it.
 	Id string `json:"id"`
@@ -1308,11 +1321,16 @@ type FeedEvent struct {
 	// Examples: 2025-06-01T09:30:00Z
 	OccurredAt DateTime `json:"occurred_at"`
 
-	// Type A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+	// Type A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
 	Type FeedEventType `json:"type"`
 }
 
-// FeedEventData defines model for FeedEventData.
+// FeedEvent_Data What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`).
+type FeedEvent_Data struct {
+	union json.RawMessage
+}
+
+// FeedEventData The data of an account's event (`import_process.*`).
 type FeedEventData struct {
 	// Error Why the attempt failed (error and dry-run error events).
 	Error *LatestError `json:"error,omitempty"`
@@ -1332,7 +1350,7 @@ type FeedEventData struct {
 	Status V2Status `json:"status"`
 }
 
-// FeedEventType A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+// FeedEventType A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
 type FeedEventType string
 
 // FeedPage defines model for FeedPage.
@@ -1516,6 +1534,26 @@ type JobCounters struct {
 	Pending    int `json:"pending"`
 	Received   int `json:"received"`
 	Staged     int `json:"staged"`
+}
+
+// JobEventData The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended.
+type JobEventData struct {
+	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
+	Counters JobCounters `json:"counters"`
+
+	// FailuresSummaryUrl The job's failures summary (GET, same credentials): counts per field code and attr.
+	//
+	// Examples: /v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=42
+	FailuresSummaryUrl string `json:"failures_summary_url"`
+
+	// ImportSupplier Examples: DEMO_ENERGY
+	ImportSupplier string `json:"import_supplier"`
+
+	// JobId Examples: 42
+	JobId int64 `json:"job_id"`
+
+	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+	State JobState `json:"state"`
 }
 
 // JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
@@ -1829,6 +1867,36 @@ type StatementsRequest struct {
 //
 // Examples: DEMO_ENERGY
 type SupplierCode = string
+
+// SupplierPausedEventData The data of `supplier.paused-v1`: the supplier's error-rate brake paused it (an operator resumes it).
+type SupplierPausedEventData struct {
+	// FailureRate The measured share of failed creation outcomes in the window, as a percentage with two decimals.
+	//
+	// Examples: 12.50
+	FailureRate string `json:"failure_rate"`
+
+	// ImportSupplier Examples: DEMO_ENERGY
+	ImportSupplier string `json:"import_supplier"`
+
+	// Reason Why, in words.
+	//
+	// Examples: 12.50% of the last 200 creations failed (brake at 5%).
+	Reason string `json:"reason"`
+
+	// TopCodes The most frequent failure codes in the window, most first.
+	TopCodes []struct {
+		// Code Examples: unknown_product
+		Code string `json:"code"`
+
+		// Count Examples: 25
+		Count int `json:"count"`
+	} `json:"top_codes"`
+
+	// Window How many of the latest creation outcomes were measured.
+	//
+	// Examples: 200
+	Window int `json:"window"`
+}
 
 // SupplyAddress defines model for SupplyAddress.
 type SupplyAddress struct {
@@ -2906,6 +2974,94 @@ type ValidateAccountV2JSONRequestBody = V2AccountRequest
 
 // PartnerNotificationJSONRequestBody defines body for PartnerNotification for application/json ContentType.
 type PartnerNotificationJSONRequestBody = FeedEvent
+
+// AsFeedEventData returns the union data inside the FeedEvent_Data as a FeedEventData
+func (t FeedEvent_Data) AsFeedEventData() (FeedEventData, error) {
+	var body FeedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFeedEventData overwrites any union data inside the FeedEvent_Data as the provided FeedEventData
+func (t *FeedEvent_Data) FromFeedEventData(v FeedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFeedEventData performs a merge with any union data inside the FeedEvent_Data, using the provided FeedEventData
+func (t *FeedEvent_Data) MergeFeedEventData(v FeedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobEventData returns the union data inside the FeedEvent_Data as a JobEventData
+func (t FeedEvent_Data) AsJobEventData() (JobEventData, error) {
+	var body JobEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobEventData overwrites any union data inside the FeedEvent_Data as the provided JobEventData
+func (t *FeedEvent_Data) FromJobEventData(v JobEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJobEventData performs a merge with any union data inside the FeedEvent_Data, using the provided JobEventData
+func (t *FeedEvent_Data) MergeJobEventData(v JobEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSupplierPausedEventData returns the union data inside the FeedEvent_Data as a SupplierPausedEventData
+func (t FeedEvent_Data) AsSupplierPausedEventData() (SupplierPausedEventData, error) {
+	var body SupplierPausedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierPausedEventData overwrites any union data inside the FeedEvent_Data as the provided SupplierPausedEventData
+func (t *FeedEvent_Data) FromSupplierPausedEventData(v SupplierPausedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSupplierPausedEventData performs a merge with any union data inside the FeedEvent_Data, using the provided SupplierPausedEventData
+func (t *FeedEvent_Data) MergeSupplierPausedEventData(v SupplierPausedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FeedEvent_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FeedEvent_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsGraphQLResponseErrorsPath0 returns the union data inside the GraphQLResponse_Errors_Path_Item as a GraphQLResponseErrorsPath0
 func (t GraphQLResponse_Errors_Path_Item) AsGraphQLResponseErrorsPath0() (GraphQLResponseErrorsPath0, error) {

@@ -1470,18 +1470,20 @@ export interface components {
             latest_error: components["schemas"]["V2LatestError"] | null;
         };
         /**
-         * @description A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+         * @description A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
          * @enum {string}
          */
-        FeedEventType: "import_process.cancelled-v1" | "import_process.complete-v1" | "import_process.dry_run_complete-v1" | "import_process.dry_run_error-v1" | "import_process.error-v1" | "import_process.post_import.completed-v1" | "import_process.post_import.error-v1";
+        FeedEventType: "import_process.cancelled-v1" | "import_process.complete-v1" | "import_process.dry_run_complete-v1" | "import_process.dry_run_error-v1" | "import_process.error-v1" | "import_process.post_import.completed-v1" | "import_process.post_import.error-v1" | "job.cancelled-v1" | "job.completed-v1" | "job.failed-v1" | "supplier.paused-v1";
         /** @description One published event: the pull feed's item and a webhook's body. */
         FeedEvent: {
             /** @description Unique and stable across reads, retries and replays: de-duplicate on it. */
             id: string;
             type: components["schemas"]["FeedEventType"];
             occurred_at: components["schemas"]["DateTime"];
-            data: components["schemas"]["FeedEventData"];
+            /** @description What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`). */
+            data: components["schemas"]["FeedEventData"] | components["schemas"]["JobEventData"] | components["schemas"]["SupplierPausedEventData"];
         };
+        /** @description The data of an account's event (`import_process.*`). */
         FeedEventData: {
             /** @example DEMO_ENERGY */
             import_supplier: string;
@@ -1492,6 +1494,50 @@ export interface components {
             status: components["schemas"]["V2Status"];
             /** @description Why the attempt failed (error and dry-run error events). */
             error?: components["schemas"]["LatestError"];
+        };
+        /** @description The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended. */
+        JobEventData: {
+            /**
+             * Format: int64
+             * @example 42
+             */
+            job_id: number;
+            /** @example DEMO_ENERGY */
+            import_supplier: string;
+            state: components["schemas"]["JobState"];
+            counters: components["schemas"]["JobCounters"];
+            /**
+             * @description The job's failures summary (GET, same credentials): counts per field code and attr.
+             * @example /v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=42
+             */
+            failures_summary_url: string;
+        };
+        /** @description The data of `supplier.paused-v1`: the supplier's error-rate brake paused it (an operator resumes it). */
+        SupplierPausedEventData: {
+            /** @example DEMO_ENERGY */
+            import_supplier: string;
+            /**
+             * @description Why, in words.
+             * @example 12.50% of the last 200 creations failed (brake at 5%).
+             */
+            reason: string;
+            /**
+             * @description The measured share of failed creation outcomes in the window, as a percentage with two decimals.
+             * @example 12.50
+             */
+            failure_rate: string;
+            /**
+             * @description How many of the latest creation outcomes were measured.
+             * @example 200
+             */
+            window: number;
+            /** @description The most frequent failure codes in the window, most first. */
+            top_codes: {
+                /** @example unknown_product */
+                code: string;
+                /** @example 25 */
+                count: number;
+            }[];
         };
         FeedPage: {
             /** @description In commit order. */
