@@ -187,9 +187,32 @@ func TestErrorRateBrakePausesSupplier(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	pr := sup.PauseReason
-	if pr == nil || pr.Actor != "system" || pr.Window == nil || *pr.Window != 200 || pr.FailureRate == nil || *pr.FailureRate <= 0.05 ||
+	if pr == nil || pr.Actor != "system" || pr.Window == nil || *pr.Window != 200 || pr.FailureRate == nil ||
 		len(pr.TopCodes) == 0 || pr.TopCodes[0].Code != dataimport.CodeDataRefused {
 		t.Fatalf("pause reason %+v", pr)
+	}
+	if rate, err := strconv.ParseFloat(*pr.FailureRate, 64); err != nil || rate <= 5 {
+		t.Fatalf("measured failure rate %q, want above 5", *pr.FailureRate)
+	}
+	// The partner's feed says so (supplier.paused-v1).
+	var paused []feedItem
+	for deadline := time.Now().Add(30 * time.Second); len(paused) == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no supplier.paused-v1 in the partner's feed")
+		}
+		paused = readFeed(t, p.Stack, p.token, "type=supplier.paused-v1&limit=10").Events
+	}
+	r := p.As(p.token, http.MethodGet, feedPath+"?type=supplier.paused-v1&limit=10", nil)
+	var raw struct {
+		Events []struct {
+			Data dataimport.SupplierPausedData `json:"data"`
+		} `json:"events"`
+	}
+	r.Decode(&raw)
+	if len(paused) != 1 || paused[0].Data.ImportSupplier != "DEMO_ENERGY" || len(raw.Events) != 1 ||
+		raw.Events[0].Data.FailureRate != *pr.FailureRate || raw.Events[0].Data.Window != 200 ||
+		len(raw.Events[0].Data.TopCodes) == 0 || raw.Events[0].Data.TopCodes[0].Code != dataimport.CodeDataRefused {
+		t.Fatalf("supplier.paused-v1 in the feed: %s", r.Body)
 	}
 	rows, err := p.DB.AuditLog(ctx, time.Time{}, 50)
 	if err != nil {

@@ -86,18 +86,12 @@ type CreationOutcome struct {
 	Code   string // the failure's code ("" if it did not fail)
 }
 
-// CodeCount is a failure code and how often it occurred in the window.
-type CodeCount struct {
-	Code  string `json:"code"`
-	Count int    `json:"count"`
-}
-
 // BrakeTrip is what the brake measured when it tripped.
 type BrakeTrip struct {
 	FailureRate float64     // failed / window, 0..1
 	Failed      int         // failures in the window
 	Window      int         // outcomes looked at
-	TopCodes    []CodeCount // most frequent failure codes first (at most 5)
+	TopCodes    []TopCode // most frequent failure codes first (at most 5)
 }
 
 // Trips reports whether the last outcomes (newest first, at most Window)
@@ -120,9 +114,9 @@ func (b Brake) Trips(last []CreationOutcome) (BrakeTrip, bool) {
 	if failed*10000 <= b.FailureBP*b.Window {
 		return BrakeTrip{}, false
 	}
-	top := make([]CodeCount, 0, len(counts))
+	top := make([]TopCode, 0, len(counts))
 	for c, n := range counts {
-		top = append(top, CodeCount{Code: c, Count: n})
+		top = append(top, TopCode{Code: c, Count: int64(n)})
 	}
 	sort.Slice(top, func(i, j int) bool {
 		if top[i].Count != top[j].Count {
@@ -143,8 +137,18 @@ func (t BrakeTrip) Reason(b Brake) string {
 	for i, c := range t.TopCodes {
 		codes[i] = fmt.Sprintf("%s ×%d", c.Code, c.Count)
 	}
-	return fmt.Sprintf("error-rate brake: %d of the last %d creations failed (%s, above %s); top failure codes: %s",
-		t.Failed, t.Window, FormatBP(int(t.FailureRate*10000+0.5)), b.Rate(), strings.Join(codes, ", "))
+	return fmt.Sprintf("Error-rate brake: %d of the last %d creations failed (%s%%, brake at %s); top failure codes: %s.",
+		t.Failed, t.Window, t.Percent(), b.Rate(), strings.Join(codes, ", "))
+}
+
+// Percent is the measured failure rate as a percentage with two decimals
+// ("10.50"), exact from the counts.
+func (t BrakeTrip) Percent() string {
+	if t.Window <= 0 {
+		return "0.00"
+	}
+	bp := (t.Failed*10000*2 + t.Window) / (2 * t.Window) // rounded to the nearest basis point
+	return fmt.Sprintf("%d.%02d", bp/100, bp%100)
 }
 
 // PauseReason is why a supplier is Paused.
@@ -153,7 +157,7 @@ type PauseReason struct {
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
 	// Set when the brake paused it.
-	FailureRate *float64    `json:"failure_rate,omitempty"`
+	FailureRate *string     `json:"failure_rate,omitempty"` // percent, two decimals ("10.50")
 	Window      *int        `json:"window,omitempty"`
-	TopCodes    []CodeCount `json:"top_codes,omitempty"`
+	TopCodes    []TopCode `json:"top_codes,omitempty"`
 }

@@ -129,7 +129,7 @@ func (db *DB) lastCreationOutcomes(ctx context.Context, supplierID int64, n int)
 func (db *DB) pauseByBrake(ctx context.Context, code string, t BrakeTripped) (bool, error) {
 	defer db.control.invalidate()
 	ctx = WithActor(ctx, ActorSystem)
-	rate := t.Trip.FailureRate
+	rate := t.Trip.Percent()
 	window := t.Trip.Window
 	reason := dataimport.PauseReason{Actor: string(ActorSystem), Reason: t.Reason, At: time.Now().UTC(),
 		FailureRate: &rate, Window: &window, TopCodes: t.Trip.TopCodes}
@@ -150,7 +150,7 @@ func (db *DB) pauseByBrake(ctx context.Context, code string, t BrakeTripped) (bo
 			string(rb), sup[0].ID).Error; err != nil {
 			return "", nil, nil, err
 		}
-		if err := recordSupplierPaused(tx, sup[0].ID, code, t); err != nil {
+		if err := recordSupplierPaused(tx, sup[0].ID, t); err != nil {
 			return "", nil, nil, err
 		}
 		paused = true
