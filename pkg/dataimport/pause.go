@@ -88,9 +88,9 @@ type CreationOutcome struct {
 
 // BrakeTrip is what the brake measured when it tripped.
 type BrakeTrip struct {
-	FailureRate float64     // failed / window, 0..1
-	Failed      int         // failures in the window
-	Window      int         // outcomes looked at
+	FailureRate float64   // failed / window, 0..1
+	Failed      int       // failures in the window
+	Window      int       // outcomes looked at
 	TopCodes    []TopCode // most frequent failure codes first (at most 5)
 }
 
@@ -157,7 +157,7 @@ type PauseReason struct {
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
 	// Set when the brake paused it.
-	FailureRate *string     `json:"failure_rate,omitempty"` // percent, two decimals ("10.50")
-	Window      *int        `json:"window,omitempty"`
+	FailureRate *string   `json:"failure_rate,omitempty"` // percent, two decimals ("10.50")
+	Window      *int      `json:"window,omitempty"`
 	TopCodes    []TopCode `json:"top_codes,omitempty"`
 }
