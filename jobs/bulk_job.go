@@ -36,6 +36,11 @@ type BulkJobStore interface {
 	FinishJobIfDone(ctx context.Context, jobID int64) (bool, error)
 	SampleJobRate(ctx context.Context, jobID int64) error
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+	// A Paused supplier holds the job; Complete ends what has not started (hold.go).
+	SupplierStatusOf(ctx context.Context, supplierID int64) (dataimport.SupplierStatus, error)
+	EndJobOnComplete(ctx context.Context, job dataimport.Job) error
+	ResumeHeldJobAttempts(ctx context.Context, supplierID int64, cands []postgres.JobCandidate) error
+	HoldAttempt(ctx context.Context, processID int64, attempt int) (bool, error)
 }
 
 // BatchSlots is the cluster-wide semaphore with batch acquisition (a bulk
@@ -65,6 +70,9 @@ type BulkJobHandler struct {
 	Slice   time.Duration // how long one task works before handing over to the next; 0: 5 minutes
 	// Pacer holds each round back while uploads stream in fast (nil: never).
 	Pacer *Pacer
+	// Brakes is told after each round that created accounts (nil: no
+	// error-rate brake).
+	Brakes *Brakes
 
 	StageBatch  int // lines staged per statement; 0: 500
 	CreateBatch int // accounts per creation transaction; 0: 100
@@ -214,6 +222,25 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 		if turn, err = h.takeRound(ctx); err != nil {
 			return false, err
 		}
+		// Its supplier Paused: the round waits (nothing staged or started);
+		// Complete: what has not started ends, then the job finishes.
+		if held, done, err := h.supplierStopped(ctx, job); err != nil || held || done {
+			turn()
+			turn = nil
+			if err != nil || done {
+				return done, err
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(pauseLook):
+			}
+			if time.Now().After(until) {
+				return false, nil
+			}
+			wholeJob = true // lines a pause stopped mid-batch are in flight
+			continue
+		}
 		progress := false
 		var inflight, created []postgres.JobCandidate
 		if wholeJob {
@@ -267,6 +294,9 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 			if err := h.Store.ResolveJobLines(ctx, job.ID, lines(created)); err != nil {
 				return false, err
 			}
+		}
+		if len(created) > 0 && !job.DryRun {
+			h.Brakes.Check(ctx, job.SupplierID)
 		}
 		// Keep looking at the whole job while a dead run's lines remain.
 		wholeJob = len(inflight) > 0
@@ -331,6 +361,9 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	started, err := h.Store.BeginJobAttempts(ctx, job, held)
 	if err != nil {
 		h.release(ctx, held, 1)
+		if errors.Is(err, postgres.ErrSupplierNotOngoing) {
+			return nil, nil // paused meanwhile: the next round waits
+		}
 		return nil, err
 	}
 	// Lines before the last one taken are started or settled (a line whose
@@ -384,6 +417,13 @@ func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandid
 // start; otherwise (resumed lines) they are held again first, uncapped.
 func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate, fresh bool, createN, parallel int) error {
 	if !fresh {
+		// Lines a pause held (PENDING) start again, unless it still holds.
+		if err := h.Store.ResumeHeldJobAttempts(ctx, job.SupplierID, cands); err != nil {
+			if errors.Is(err, postgres.ErrSupplierNotOngoing) {
+				return nil
+			}
+			return err
+		}
 		if _, err := h.Slots.AcquireMany(ctx, holders(cands, 0), 0); err != nil {
 			return err
 		}
@@ -487,12 +527,46 @@ func (h *BulkJobHandler) settle(ctx context.Context, in postgres.CreationInput, 
 		return nil
 	case errors.Is(err, postgres.ErrJobNotProcessing):
 		return err
+	case errors.Is(err, postgres.ErrSupplierNotOngoing):
+		// Paused (or set Complete) before its batch: nothing was created;
+		// the line is held until the supplier is Ongoing again.
+		_, err := h.Store.HoldAttempt(ctx, in.ProcessID, in.Attempt)
+		return err
 	}
 	if e := postgres.DataRefused(err); e != nil {
 		h.Log.WarnContext(ctx, "account data refused by the database; attempt failed", "process_id", in.ProcessID, "err", err.Error())
 		return h.Store.FinishAttempt(ctx, in.ProcessID, in.Attempt, postgres.OutcomeFailed, e)
 	}
 	return err
+}
+
+// pauseLook is how often a job of a Paused supplier looks whether it was
+// resumed.
+const pauseLook = 500 * time.Millisecond
+
+// supplierStopped looks at the job's supplier, in Postgres: held while it
+// is Paused; when it is Complete, what of the job has not started ends and
+// done says whether the job finished.
+func (h *BulkJobHandler) supplierStopped(ctx context.Context, job dataimport.Job) (held, done bool, err error) {
+	status, err := h.Store.SupplierStatusOf(ctx, job.SupplierID)
+	if err != nil {
+		return false, false, err
+	}
+	switch status {
+	case dataimport.SupplierPaused:
+		return true, false, nil
+	case dataimport.SupplierComplete:
+		if err := h.Store.EndJobOnComplete(ctx, job); err != nil {
+			return false, false, err
+		}
+		done, err := h.Store.FinishJobIfDone(ctx, job.ID)
+		if err != nil || done {
+			return false, done, err
+		}
+		// Lines still in flight (a batch committing): look again shortly.
+		return true, false, nil
+	}
+	return false, false, nil
 }
 
 func newOwner() string {

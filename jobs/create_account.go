@@ -24,6 +24,7 @@ type AccountStore interface {
 	ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error)
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
 	CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier, a *dataimport.Account) error
+	HoldStore
 }
 
 // Slots is the cluster-wide concurrency semaphore.
@@ -67,6 +68,8 @@ type CreateAccountHandler struct {
 	Log        *slog.Logger
 	Now        func() time.Time
 	RenewEvery time.Duration // how often the slot lease is renewed while running
+	// Brakes is told of failed creations (nil: no error-rate brake).
+	Brakes *Brakes
 }
 
 // errInternal is what partners see when an attempt fails for our reasons.
@@ -89,6 +92,13 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 	outcome, supplier, err := h.run(ctx, p)
 	// Stop renewing before releasing, or a late renewal could take the slot back.
 	stopRenewing()
+	if errors.Is(err, ErrHeld) {
+		// Held while its supplier is Paused: it holds no slot meanwhile.
+		if rErr := h.Slots.Release(context.WithoutCancel(ctx), p.SlotHolder()); rErr != nil {
+			h.Log.WarnContext(ctx, "slot of a held attempt not released; its lease will expire", "process_id", p.ProcessID, "err", rErr.Error())
+		}
+		return err
+	}
 	if errors.Is(err, ErrWaiting) {
 		return err
 	}
@@ -101,6 +111,9 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 	}
 	h.Metrics.observe(supplier, outcome, time.Since(start))
 	h.finished(ctx, p)
+	if outcome == postgres.OutcomeFailed && !p.DryRun {
+		h.Brakes.Check(ctx, p.SupplierID)
+	}
 	return nil
 }
 
@@ -117,6 +130,8 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		return postgres.OutcomeCompleted, supplier, nil
 	case proc.Status != dataimport.StatusInProgress || proc.Attempt != p.Attempt:
 		return "", supplier, nil
+	case lp.Supplier.Status != dataimport.SupplierOngoing:
+		return h.stopped(ctx, lp, p.Attempt)
 	}
 	now := h.Now().UTC()
 	if proc.V2Status == dataimport.V2Pending {
@@ -125,6 +140,8 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		switch {
 		case errors.Is(err, errStale):
 			return "", supplier, nil
+		case errors.Is(err, postgres.ErrSupplierNotOngoing):
+			return h.reloadStopped(ctx, p)
 		case outcome != "" || err != nil:
 			return outcome, supplier, err
 		}
@@ -168,6 +185,9 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		return postgres.OutcomeDryRun, supplier, nil
 	case errors.Is(err, postgres.ErrStaleAttempt):
 		return "", supplier, nil
+	case errors.Is(err, postgres.ErrSupplierNotOngoing):
+		// Paused or set Complete since it was loaded: nothing was created.
+		return h.reloadStopped(ctx, p)
 	case err != nil:
 		return h.refused(ctx, p, supplier, err)
 	}
@@ -183,6 +203,25 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 			"platform_account_number", res.PlatformAccountNumber)
 	}
 	return postgres.OutcomeCompleted, supplier, nil
+}
+
+// stopped is notOngoing in run's terms ("" outcome for a stale attempt).
+func (h *CreateAccountHandler) stopped(ctx context.Context, lp postgres.LoadedProcess, attempt int) (string, string, error) {
+	outcome, err := h.notOngoing(ctx, lp, attempt)
+	if errors.Is(err, errStale) {
+		return "", lp.Supplier.Code, nil
+	}
+	return outcome, lp.Supplier.Code, err
+}
+
+// reloadStopped reads the process and its supplier again after Postgres
+// refused to start or create it because the supplier is not Ongoing.
+func (h *CreateAccountHandler) reloadStopped(ctx context.Context, p queue.CreateAccount) (string, string, error) {
+	lp, err := h.Store.LoadForCreation(ctx, p.ProcessID)
+	if err != nil {
+		return "", "", err
+	}
+	return h.stopped(ctx, lp, p.Attempt)
 }
 
 // refused ends the attempt as failed when the database refused the data
@@ -235,8 +274,9 @@ func (h *CreateAccountHandler) start(ctx context.Context, p queue.CreateAccount,
 	}
 	claimed, err := h.Store.ClaimStart(ctx, p.ProcessID, p.Attempt)
 	if err != nil || !claimed {
-		// Not started: cancelled, replaced or expired meanwhile (the slot is
-		// this attempt's own, so giving it back frees nobody else's).
+		// Not started: cancelled, replaced or expired meanwhile, or its
+		// supplier paused (the caller holds it). The slot is this attempt's
+		// own, so giving it back frees nobody else's.
 		_ = h.Slots.Release(context.WithoutCancel(ctx), p.SlotHolder())
 		if err == nil {
 			err = errStale

@@ -75,6 +75,7 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 		{[]string{"webhook", "rotate-secret", "1"}, postgres.AuditWebhookRotate, "webhook:1", `"secret_rotated": true`},
 		{[]string{"webhook", "replay", "1", "--since", "2026-01-01T00:00:00Z"}, postgres.AuditWebhookReplay, "webhook:1", `"since": "2026-01-01T00:00:00Z"`},
 		{[]string{"supplier", "update", "ACME", "--market", "GB"}, postgres.AuditSupplierUpdate, "supplier:ACME", `"market": "GB"`},
+		{[]string{"supplier", "brake", "ACME", "--failure-rate", "5%", "--window", "500"}, postgres.AuditSupplierBrake, "supplier:ACME", `"failure_rate": "5%"`},
 		{[]string{"products", "load", productsFile}, postgres.AuditProductsUpsert, "products", `"created": ["`},
 		{[]string{"account", "unskip", "ACME", "EXT-9"}, postgres.AuditAccountUnskip, "account:ACME/EXT-9", `"skipped": false`},
 		{[]string{"account", "retry", "ACME", "EXT-R"}, postgres.AuditAccountRetry, "account:ACME/EXT-R", `"retried": 1`},

@@ -21,11 +21,24 @@ type supplierJSON struct {
 	// Issue 18 settings.
 	RequireProducts bool   `json:"require_products"`
 	Market          string `json:"market"`
+	// CONTRACT §14: the error-rate brake (null: off) and why it is Paused.
+	Brake       *brakeJSON              `json:"brake"`
+	PauseReason *dataimport.PauseReason `json:"pause_reason"`
+}
+
+type brakeJSON struct {
+	FailureRate string `json:"failure_rate"`
+	Window      int    `json:"window"`
 }
 
 func toSupplierJSON(s dataimport.Supplier) supplierJSON {
-	return supplierJSON{Code: s.Code, Status: string(s.Status), DocumentRoot: s.DocumentRoot,
-		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion, RequireProducts: s.RequireProducts, Market: s.Market}
+	out := supplierJSON{Code: s.Code, Status: string(s.Status), DocumentRoot: s.DocumentRoot,
+		WelcomeEmail: s.WelcomeEmail, PhoneRegion: s.PhoneRegion, RequireProducts: s.RequireProducts, Market: s.Market,
+		PauseReason: s.PauseReason}
+	if s.Brake != nil {
+		out.Brake = &brakeJSON{FailureRate: s.Brake.Rate(), Window: s.Brake.Window}
+	}
+	return out
 }
 
 func (a *app) supplierCmd() *cobra.Command {
@@ -152,6 +165,6 @@ func (a *app) supplierCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.AddCommand(create, update, setStatus, list)
+	cmd.AddCommand(create, update, setStatus, list, a.supplierBrakeCmd())
 	return cmd
 }

@@ -50,6 +50,7 @@ type pushOptions struct {
 	supplier       string // with bulk: the jobs' import_supplier (default: the first line's)
 	jobBytes       int64  // with bulk: the largest part of the file sent as one job
 	jobBytesSet    bool   // --job-bytes was given (a resumed run keeps its recorded split)
+	pausedWait     time.Duration
 }
 
 func (c *cli) pushCmd() *cobra.Command {
@@ -82,6 +83,8 @@ one bar follows all the jobs and their failed lines go into the report, with the
 line numbers in the whole file. The parts, their Idempotency-Keys and job ids are
 kept in <report>.job: a rerun after Ctrl-C or a crash uploads only the parts not yet
 accepted (a cut upload becomes the same job, never a second) and follows the others.
+
+A supplier an operator Paused is waited out (--paused-wait); Complete is final.
 
 Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors.`,
 		Args: cobra.ExactArgs(1),
@@ -137,6 +140,7 @@ Exit status: 0 all done, 2 some accounts failed, 130 interrupted, 1 other errors
 	f.BoolVar(&o.bulk, "bulk", false, "send the file as bulk import jobs of at most --job-bytes each (gzipped, with an upload progress bar), follow their counters, then download their failed lines as the report; a rerun after Ctrl-C resumes the same jobs (state in <report>.job)")
 	f.StringVar(&o.supplier, "supplier", "", "with --bulk: the jobs' import_supplier (default: the first account's)")
 	f.StringVar(&jobBytes, "job-bytes", "", "with --bulk: the most NDJSON (uncompressed) per job, cut at line boundaries, such as 500MB; keep it under the API's MAX_JOB_BYTES (default 1GiB)")
+	f.DurationVar(&o.pausedWait, "paused-wait", defaultPauseWait, "how long to wait, per account or bulk part, while the supplier is Paused before reporting it failed (Complete is final at once)")
 	f.StringVar(&o.follow, "follow", followStatus, "how to follow accounts still in progress: status (poll each status URL) or events (long-poll the event feed, one request for the whole run)")
 	return cmd
 }
@@ -163,6 +167,7 @@ type result struct {
 	outcome string
 	rows    []row
 	fatal   error
+	paused  bool // refused because the supplier is Paused (paused.go)
 }
 
 type pusher struct {
@@ -361,7 +366,8 @@ func (p *pusher) handle(ctx context.Context, a account) result {
 			Attr: "non_field_errors", Detail: a.bad}}}
 	}
 	log := p.log.With("account", id)
-	res := p.run(ctx, a, id, log)
+	res := whilePaused(ctx, p.stop, log, p.o.pausedWait, func(r result) bool { return r.paused },
+		func() result { return p.run(ctx, a, id, log) })
 	switch res.outcome {
 	case outcomeFailed, outcomeInterrupted:
 		log.WarnContext(ctx, "account not created", "outcome", res.outcome, "code", res.rows[0].Code, "detail", res.rows[0].Detail)
@@ -556,7 +562,7 @@ func fromErr(id string, err error) result {
 // fromAPIError turns an error answer into a result: one row per field
 // error. A 401 that survived a token renewal stops the run.
 func fromAPIError(id, outcome string, e *sdk.APIError) result {
-	res := result{outcome: outcome, rows: errorRows(id, outcome, e.Code, e.Detail, e.Errors)}
+	res := result{outcome: outcome, rows: errorRows(id, outcome, e.Code, e.Detail, e.Errors), paused: supplierPaused(e.Code, e.Detail)}
 	if e.StatusCode == http.StatusUnauthorized {
 		res.fatal = e
 	}

@@ -327,10 +327,11 @@ func supplierOf(path string) (string, error) {
 
 // bulkUpload sends parts of the file as jobs, all with the same query.
 type bulkUpload struct {
-	c      *cli
-	file   string
-	target string
-	state  string // the state file, for the hint of a refusal
+	c          *cli
+	file       string
+	target     string
+	state      string        // the state file, for the hint of a refusal
+	pausedWait time.Duration // how long a part waits out a Paused supplier
 }
 
 func (c *cli) newBulkUpload(o pushOptions) (*bulkUpload, error) {
@@ -345,7 +346,8 @@ func (c *cli) newBulkUpload(o pushOptions) (*bulkUpload, error) {
 	if o.dryRun {
 		q.Set("dry_run", "true")
 	}
-	return &bulkUpload{c: c, file: o.file, target: c.apiURL + "/v1/data-import/jobs/?" + q.Encode(), state: statePath(o)}, nil
+	return &bulkUpload{c: c, file: o.file, target: c.apiURL + "/v1/data-import/jobs/?" + q.Encode(), state: statePath(o),
+		pausedWait: o.pausedWait}, nil
 }
 
 // Upload retries: exponential backoff from uploadRetryBase, at most
@@ -398,6 +400,19 @@ func (f *floorBackOff) NextBackOff() time.Duration {
 // the part is byte for byte the same: after a cut, that 422 means the job
 // kept nothing, so the part gets a new key (saved first) and goes again.
 func (u *bulkUpload) send(soft, hard context.Context, api *sdk.Client, p *bulkPart, name string, save func() error) (int64, error) {
+	type answer struct {
+		id  int64
+		err error
+	}
+	a := whilePaused(soft, nil, u.c.log, u.pausedWait, func(a answer) bool { return errors.Is(a.err, errSupplierPaused) }, func() answer {
+		id, err := u.sendTries(soft, hard, api, p, name, save)
+		return answer{id, err}
+	})
+	return a.id, a.err
+}
+
+// sendTries is send's tries against transient trouble.
+func (u *bulkUpload) sendTries(soft, hard context.Context, api *sdk.Client, p *bulkPart, name string, save func() error) (int64, error) {
 	exp := backoff.NewExponentialBackOff()
 	exp.InitialInterval, exp.MaxInterval, exp.MaxElapsedTime = uploadRetryBase, 30*time.Second, 0
 	b := &floorBackOff{BackOff: backoff.WithContext(backoff.WithMaxRetries(exp, uint64(maxUploadAttempts-1)), soft)}
@@ -517,6 +532,8 @@ func (u *bulkUpload) once(ctx context.Context, api *sdk.Client, p bulkPart, name
 		return 0, &retryAfter{wait: wait, err: fmt.Errorf("upload: %d %s", resp.StatusCode, clip(string(body), 200))}
 	case resp.StatusCode == http.StatusUnprocessableEntity && bytes.Contains(body, []byte(`"idempotency_key_reused"`)):
 		return 0, fmt.Errorf("upload refused: %w: %d %s", errKeyReused, resp.StatusCode, clip(string(body), 500))
+	case resp.StatusCode == http.StatusBadRequest && pausedBody(body):
+		return 0, fmt.Errorf("upload refused: %w: %s", errSupplierPaused, clip(string(body), 500))
 	case resp.StatusCode == http.StatusRequestEntityTooLarge:
 		return 0, fmt.Errorf("upload refused: %d %s (the API takes less per job than this part: remove %s and rerun with a smaller --job-bytes; parts already accepted are then sent again and come back already_imported)",
 			resp.StatusCode, clip(string(body), 500), u.state)

@@ -75,8 +75,9 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	metrics := jobs.NewMetrics(w.Registry)
 	w.registerGauges(ctx, slots)
 
+	brakes := &jobs.Brakes{Store: db, Log: log}
 	create := &jobs.CreateAccountHandler{Store: db, Slots: held, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Vendors: lookup, Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+		Vendors: lookup, Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4, Brakes: brakes}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()
@@ -84,7 +85,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	}
 	w.pacer = &jobs.Pacer{Receiving: db.ReceivingLines, Log: log}
 	bulk := &jobs.BulkJobHandler{Store: db, Slots: held, Queue: w.queue, Vendors: lookup, Log: log, Now: time.Now, Lease: cfg.JobLease,
-		Pacer: w.pacer}
+		Pacer: w.pacer, Brakes: brakes}
 	w.Registry.MustRegister(&jobs.BulkJobCollector{Store: db, Log: log},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dataimport_bulk_rounds_held_seconds_total",
 			Help: "Time this worker's bulk job rounds waited for fast uploads to finish arriving (see jobs.Pacer)."},
@@ -129,6 +130,11 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 // that a recovered database is not hit by every retry at once; an attempt
 // waiting to start looks again within a second.
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	if errors.Is(err, jobs.ErrHeld) {
+		// Held by a Paused supplier: resumes within a couple of seconds of
+		// an operator's Ongoing, without thousands of looks a second.
+		return time.Second + rand.N(time.Second)
+	}
 	if errors.Is(err, jobs.ErrWaiting) {
 		// Slots free within a second or so: look again soon, spread out.
 		return 250*time.Millisecond + rand.N(750*time.Millisecond)

@@ -15,6 +15,7 @@ import (
 var consoleRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/"}, {http.MethodGet, "/overview/live"}, {http.MethodGet, "/overview/chart.json"},
 	{http.MethodPost, "/limit"}, {http.MethodGet, "/suppliers/ACME"}, {http.MethodPost, "/suppliers/ACME/status"},
+	{http.MethodPost, "/suppliers/ACME/brake"},
 	{http.MethodGet, "/suppliers/ACME/accounts?number=EXT-1"}, {http.MethodPost, "/suppliers/ACME/accounts/skip"},
 	{http.MethodPost, "/suppliers/ACME/accounts/unskip"}, {http.MethodPost, "/suppliers/ACME/accounts/retry"},
 	{http.MethodGet, "/suppliers/ACME/failures"}, {http.MethodGet, "/suppliers/ACME/failures/1"}, {http.MethodPost, "/suppliers/ACME/failures/retry"},

@@ -184,6 +184,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /limit", c.setLimit)
 	mux.HandleFunc("GET /suppliers/{code}", c.supplierPage)
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
+	mux.HandleFunc("POST /suppliers/{code}/brake", c.setSupplierBrake)
 	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
 	mux.HandleFunc("POST /suppliers/{code}/accounts/skip", c.skipAccount)
 	mux.HandleFunc("POST /suppliers/{code}/accounts/unskip", c.unskipAccount) // account_actions.go

@@ -19,7 +19,7 @@ var pageNames = []string{"login", "password", "overview", "supplier", "account",
 var fragmentNames = []string{"live"}
 
 var funcs = template.FuncMap{
-	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
+	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "supplierBrakeURL": supplierBrakeURL, "accountsURL": accountsURL,
 	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "retryAccountURL": retryAccountURL,
 	"failuresURL": failuresURL, "failureURL": failureURL, "failuresRetryURL": failuresRetryURL,
 	"since": func(t *time.Time) string {

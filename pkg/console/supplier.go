@@ -2,8 +2,10 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +47,37 @@ func (c *Console) setSupplierStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	c.invalidateOverview()
 	redirect(w, r, supplierURL(code)+"?done="+urlQuery("status set to "+string(st)))
+}
+
+// setSupplierBrake is the console's `importctl supplier brake`.
+func (c *Console) setSupplierBrake(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("code")
+	var b *dataimport.Brake
+	if r.PostFormValue("off") != "true" {
+		bp, err := dataimport.ParseFailureRate(r.PostFormValue("failure_rate"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		window, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("window")))
+		b = &dataimport.Brake{FailureBP: bp, Window: window}
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("window: give %d to %d creation outcomes", dataimport.BrakeMinWindow, dataimport.BrakeMaxWindow), http.StatusBadRequest)
+			return
+		}
+	}
+	if _, err := c.deps.Store.SetSupplierBrake(r.Context(), code, b); err != nil {
+		c.notFoundOr(w, r, err)
+		return
+	}
+	done := "brake off"
+	if b != nil {
+		done = fmt.Sprintf("brake set: more than %s of the last %d", b.Rate(), b.Window)
+	}
+	redirect(w, r, supplierURL(code)+"?done="+urlQuery(done))
 }
 
 // accountPage finds an account by external or platform number and shows

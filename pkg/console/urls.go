@@ -13,6 +13,8 @@ func supplierURL(code string) string { return "/suppliers/" + url.PathEscape(cod
 
 func supplierStatusURL(code string) string { return supplierURL(code) + "/status" }
 
+func supplierBrakeURL(code string) string { return supplierURL(code) + "/brake" }
+
 func accountsURL(code string) string { return supplierURL(code) + "/accounts" }
 
 // accountURL is the account's page: the number travels in the query

@@ -98,6 +98,9 @@ type Job struct {
 	ReceivedAt     *time.Time
 	FinishedAt     *time.Time
 	ModifiedAt     time.Time
+	// Held says why no creation of the job starts now (HeldSupplierPaused),
+	// "" when none is held.
+	Held string
 }
 
 // JobRecord is one line's outcome.

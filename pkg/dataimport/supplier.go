@@ -38,6 +38,10 @@ type Supplier struct {
 	// Market names the market rule set (pkg/market); "NONE" is generic.
 	Market    string
 	CreatedAt time.Time
+	// Brake pauses the supplier on a high creation failure rate (nil: off).
+	Brake *Brake
+	// PauseReason says why it is Paused (nil when it is not).
+	PauseReason *PauseReason
 }
 
 // AcceptsAccounts reports whether partners may stage, create or attach data.

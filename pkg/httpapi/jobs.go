@@ -661,6 +661,7 @@ type jobBody struct {
 	CreatedAt         dataimport.DateTime    `json:"created_at"`
 	ReceivedAt        *dataimport.DateTime   `json:"received_at"`
 	FinishedAt        *dataimport.DateTime   `json:"finished_at"`
+	Held              *string                `json:"held"`
 	StatusURL         string                 `json:"status_url"`
 	ResultsURL        string                 `json:"results_url"`
 }
@@ -673,6 +674,10 @@ func newJobBody(v postgres.JobView) jobBody {
 		FinishedAt: wireTimePtr(j.FinishedAt), StatusURL: jobURL(j.ID), ResultsURL: jobURL(j.ID) + "results/"}
 	if j.Error != nil {
 		b.Error = &envelope{Code: j.Error.Code, Detail: j.Error.Detail}
+	}
+	if j.Held != "" {
+		held := j.Held
+		b.Held = &held
 	}
 	// Lines per second over the last minute, from the worker's samples.
 	if n := len(v.Rate); n >= 2 && v.Rate[n-1].T > v.Rate[0].T {

@@ -100,6 +100,10 @@ func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []Creat
 		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'job not processing') FROM (
 				SELECT 1 FROM import_jobs WHERE id = $1 AND state = 'PROCESSING' FOR SHARE) running`, jobID)
 	}
+	// Nothing of a supplier that is not Ongoing is created: the KEY SHARE
+	// lock makes a pause wait for this transaction, and one that committed
+	// first stops it here (hold.go).
+	tx.Queue(supplierGuardSQL, supplierIDs(ins))
 	// The row locks serialise competing runs of the same attempt: a second
 	// run waits here, then finds the process COMPLETED and aborts. They are
 	// taken in id order, so two batches never wait for each other in a circle.
@@ -126,6 +130,9 @@ func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []Creat
 		if errors.As(err, &pg) && pg.Code == guardFailed {
 			if strings.Contains(pg.Message, "job not processing") {
 				return nil, ErrJobNotProcessing
+			}
+			if strings.Contains(pg.Message, "supplier not ongoing") {
+				return nil, ErrSupplierNotOngoing
 			}
 			return nil, errNotCurrent
 		}

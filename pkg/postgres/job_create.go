@@ -58,6 +58,10 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 	if err := jobGuard(ctx, tx, job.ID); err != nil {
 		return nil, err
 	}
+	// A Paused or Complete supplier starts nothing (hold.go).
+	if err := supplierGuard(ctx, tx, job.SupplierID); err != nil {
+		return nil, err
+	}
 	ids := make([]int64, len(cands))
 	atts := make([]int64, len(cands))
 	lns := make([]int64, len(cands))
@@ -160,10 +164,12 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 
 // JobInFlight lists up to limit lines of the job being created whose
 // attempt is still running with no outcome: after a worker died, these are
-// created again (the attempt guard makes a second run harmless).
+// created again (the attempt guard makes a second run harmless); lines held
+// by a pause (PENDING) are among them, to start again once it is lifted.
 func (db *DB) JobInFlight(ctx context.Context, jobID int64, limit int) ([]JobCandidate, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT r.line, r.process_id, r.attempt FROM import_job_records r
-		JOIN import_processes p ON p.id = r.process_id AND p.attempt = r.attempt AND p.v2_status = 'IN_PROGRESS'
+		JOIN import_processes p ON p.id = r.process_id AND p.attempt = r.attempt
+		 AND (p.v2_status = 'IN_PROGRESS' OR (p.v2_status = 'PENDING' AND p.scheduled))
 		WHERE r.job_id = $1 AND r.outcome = 'in_progress' ORDER BY r.line LIMIT $2`, jobID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("job lines in flight: %w", err)
@@ -241,7 +247,7 @@ func (db *DB) CreateJobAccounts(ctx context.Context, jobID int64, ins []Creation
 			copy(res, out)
 			return res, errs
 		}
-		if errors.Is(err, ErrJobNotProcessing) || ctx.Err() != nil {
+		if errors.Is(err, ErrJobNotProcessing) || errors.Is(err, ErrSupplierNotOngoing) || ctx.Err() != nil {
 			for i := range errs {
 				errs[i] = err
 			}
@@ -251,9 +257,9 @@ func (db *DB) CreateJobAccounts(ctx context.Context, jobID int64, ins []Creation
 	}
 	for i, in := range ins {
 		res[i], errs[i] = db.createJobAccountAlone(ctx, jobID, in, numbers[i])
-		if errors.Is(errs[i], ErrJobNotProcessing) {
+		if errors.Is(errs[i], ErrJobNotProcessing) || errors.Is(errs[i], ErrSupplierNotOngoing) {
 			for j := i + 1; j < len(ins); j++ {
-				errs[j] = ErrJobNotProcessing
+				errs[j] = errs[i]
 			}
 			break
 		}

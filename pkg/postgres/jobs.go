@@ -39,20 +39,24 @@ type NewJob struct {
 
 const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations_team_id, j.state, j.create_accounts, j.dry_run, j.window_start, j.window_end,
 	j.error, j.body_bytes, j.n_received, j.n_pending, j.n_invalid, j.n_duplicate_line, j.n_staged, j.n_in_progress, j.n_created,
-	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text`
+	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text, s.status`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 	var j dataimport.Job
 	var errJSON []byte
-	var samples string
+	var samples, supplierStatus string
 	c := &j.Counters
 	err := r.Scan(&j.ID, &j.OrganisationID, &j.SupplierID, &j.SupplierCode, &j.TeamID, &j.State, &j.Create, &j.DryRun, &j.WindowStart, &j.WindowEnd,
 		&errJSON, &j.BodyBytes, &c.Received, &c.Pending, &c.Invalid, &c.DuplicateLine, &c.Staged, &c.InProgress, &c.Created,
-		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples)
+		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples, &supplierStatus)
 	if err != nil {
 		return j, err
+	}
+	// A job of a Paused supplier starts no creation until it is Ongoing again.
+	if !j.State.Finished() && dataimport.SupplierStatus(supplierStatus) == dataimport.SupplierPaused {
+		j.Held = dataimport.HeldSupplierPaused
 	}
 	if len(errJSON) > 0 {
 		var e dataimport.Error

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
@@ -33,16 +34,30 @@ type supplierRow struct {
 	Market          string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// CONTRACT §14 (migration 00025).
+	BrakeFailureBp *int
+	BrakeWindow    *int
+	PauseReason    *string `gorm:"type:jsonb"`
 }
 
 func (supplierRow) TableName() string { return "import_suppliers" }
 
 func (r supplierRow) domain() dataimport.Supplier {
-	return dataimport.Supplier{
+	s := dataimport.Supplier{
 		ID: r.ID, Code: r.Code, Status: dataimport.SupplierStatus(r.Status),
 		DocumentRoot: r.DocumentRoot, WelcomeEmail: r.WelcomeEmail, PhoneRegion: r.PhoneRegion,
 		RequireProducts: r.RequireProducts, Market: r.Market, CreatedAt: r.CreatedAt,
 	}
+	if r.BrakeFailureBp != nil && r.BrakeWindow != nil {
+		s.Brake = &dataimport.Brake{FailureBP: *r.BrakeFailureBp, Window: *r.BrakeWindow}
+	}
+	if r.PauseReason != nil {
+		var pr dataimport.PauseReason
+		if json.Unmarshal([]byte(*r.PauseReason), &pr) == nil {
+			s.PauseReason = &pr
+		}
+	}
+	return s
 }
 
 type teamRow struct {

@@ -98,10 +98,20 @@ var replacedErrorJSON = func() string {
 // ClaimStart moves a scheduled attempt from PENDING to IN_PROGRESS: the
 // worker holds the attempt's slot and is about to create the account. It is
 // false when the attempt is no longer the one pending (cancelled, replaced,
-// expired) or already started (a retried job).
+// expired) or already started (a retried job); ErrSupplierNotOngoing when
+// it is pending but its supplier is Paused or Complete (decided with the
+// supplier row locked, see hold.go).
 func (db *DB) ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error) {
 	claimed := false
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var status []string
+		if err := tx.Raw(`SELECT s.status FROM import_suppliers s JOIN import_processes p ON p.supplier_id = s.id
+			WHERE p.id = ? FOR KEY SHARE OF s`, processID).Scan(&status).Error; err != nil {
+			return fmt.Errorf("claim start: %w", err)
+		}
+		if len(status) == 1 && status[0] != string(dataimport.SupplierOngoing) {
+			return ErrSupplierNotOngoing
+		}
 		res := tx.Exec(`UPDATE import_processes SET v2_status = 'IN_PROGRESS', modified_at = now()
 			 WHERE id = ? AND attempt = ? AND v2_status = 'PENDING' AND scheduled`, processID, attempt)
 		if res.Error != nil {

@@ -55,7 +55,8 @@ var textOrigins = map[string]string{
 	"import_processes.platform_account_number": internal, "import_processes.status": internal, "import_processes.v2_status": internal,
 	"import_suppliers.code": partner, "import_suppliers.document_root": partner, "import_suppliers.market": partner,
 	"import_suppliers.phone_region": partner, "import_suppliers.status": internal,
-	"meter_points.fuel": partner, "meter_points.mpxn": partner, "meter_points.ssc": partner,
+	"import_suppliers.pause_reason": internal, // the actor's name, our wording, measured figures and our error codes
+	"meter_points.fuel":             partner, "meter_points.mpxn": partner, "meter_points.ssc": partner,
 	"meter_registers.rate_type": partner, "meter_registers.register_id": partner,
 	"meters.serial_number":  partner,
 	"operations_teams.name": partner,

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,7 +49,9 @@ func supplierAudit(r supplierRow) map[string]any {
 }
 
 // SetSupplierStatus changes a supplier's status; API processes hear of it
-// through dataimport_control (control_cache.go) within milliseconds.
+// through dataimport_control (control_cache.go) within milliseconds. The
+// row lock waits for creation transactions under way and, once this
+// commits, none of a Paused or Complete supplier starts (hold.go).
 func (db *DB) SetSupplierStatus(ctx context.Context, code string, status dataimport.SupplierStatus) error {
 	defer db.control.invalidate()
 	err := db.audited(ctx, AuditSupplierStatus, func(tx *gorm.DB) (string, any, any, error) {
@@ -59,9 +62,23 @@ func (db *DB) SetSupplierStatus(ctx context.Context, code string, status dataimp
 		if len(before) == 0 {
 			return "", nil, nil, dataimport.ErrSupplierNotFound(code)
 		}
-		if err := tx.Model(&supplierRow{}).Where("code = ?", code).
-			Updates(map[string]any{"status": string(status), "updated_at": time.Now().UTC()}).Error; err != nil {
+		// Why it is Paused is kept for the console; set Ongoing or Complete, it is gone.
+		var reason any
+		if status == dataimport.SupplierPaused {
+			b, err := json.Marshal(dataimport.PauseReason{Actor: string(ActorFrom(ctx)), Reason: "paused by an operator", At: time.Now().UTC()})
+			if err != nil {
+				return "", nil, nil, err
+			}
+			reason = string(b)
+		}
+		if err := tx.Exec(`UPDATE import_suppliers SET status = ?, pause_reason = ?::jsonb, updated_at = ? WHERE code = ?`,
+			string(status), reason, time.Now().UTC(), code).Error; err != nil {
 			return "", nil, nil, err
+		}
+		if status == dataimport.SupplierComplete {
+			if err := endPendingOnComplete(tx, code); err != nil {
+				return "", nil, nil, err
+			}
 		}
 		return "supplier:" + code, map[string]string{"status": before[0]}, map[string]string{"status": string(status)}, nil
 	})

@@ -228,6 +228,21 @@ func (e ImportStatus) Valid() bool {
 	}
 }
 
+// Defines values for JobHeld.
+const (
+	SupplierPaused JobHeld = "supplier_paused"
+)
+
+// Valid indicates whether the value is a known member of the JobHeld enum.
+func (e JobHeld) Valid() bool {
+	switch e {
+	case SupplierPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobRerunLineOutcome.
 const (
 	JobRerunLineOutcomeAlreadyImported JobRerunLineOutcome = "already_imported"
@@ -651,6 +666,7 @@ const (
 	EVENTACCOUNTIMPORTPROCESSDRYRUNERRORED   V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_ERRORED"
 	EVENTACCOUNTIMPORTPROCESSDRYRUNSUCCEEDED V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_SUCCEEDED"
 	EVENTACCOUNTIMPORTPROCESSERRORED         V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_ERRORED"
+	EVENTACCOUNTIMPORTPROCESSHELD            V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_HELD"
 	EVENTACCOUNTIMPORTPROCESSPROCESSED       V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED"
 	EVENTACCOUNTIMPORTPROCESSSCHEDULED       V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_SCHEDULED"
 	EVENTACCOUNTIMPORTPROCESSSTAGED          V2EventEvent = "EVENT_ACCOUNT_IMPORT_PROCESS_STAGED"
@@ -669,6 +685,8 @@ func (e V2EventEvent) Valid() bool {
 	case EVENTACCOUNTIMPORTPROCESSDRYRUNSUCCEEDED:
 		return true
 	case EVENTACCOUNTIMPORTPROCESSERRORED:
+		return true
+	case EVENTACCOUNTIMPORTPROCESSHELD:
 		return true
 	case EVENTACCOUNTIMPORTPROCESSPROCESSED:
 		return true
@@ -1523,8 +1541,11 @@ type Job struct {
 	} `json:"error,omitempty"`
 
 	// EtaSeconds Seconds until every line is finished at the current rate; null while unknown.
-	EtaSeconds     *int      `json:"eta_seconds"`
-	FinishedAt     *DateTime `json:"finished_at"`
+	EtaSeconds *int      `json:"eta_seconds"`
+	FinishedAt *DateTime `json:"finished_at"`
+
+	// Held Why no creation of the job starts now: `supplier_paused` while its import supplier is Paused (the job resumes when it is Ongoing again); null when nothing is held.
+	Held           *JobHeld  `json:"held"`
 	Id             int       `json:"id"`
 	ImportSupplier string    `json:"import_supplier"`
 	ReceivedAt     *DateTime `json:"received_at"`
@@ -1540,6 +1561,9 @@ type Job struct {
 	State     JobState `json:"state"`
 	StatusUrl string   `json:"status_url"`
 }
+
+// JobHeld defines model for Job.Held.
+type JobHeld string
 
 // JobAccepted defines model for JobAccepted.
 type JobAccepted struct {

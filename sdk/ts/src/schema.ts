@@ -1487,7 +1487,7 @@ export interface components {
         };
         V2Event: {
             /** @enum {string} */
-            event: "EVENT_ACCOUNT_IMPORT_PROCESS_STAGED" | "EVENT_ACCOUNT_IMPORT_PROCESS_SCHEDULED" | "EVENT_ACCOUNT_IMPORT_PROCESS_STARTED" | "EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED" | "EVENT_ACCOUNT_IMPORT_PROCESS_ERRORED" | "EVENT_ACCOUNT_IMPORT_PROCESS_CANCELLED" | "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_SUCCEEDED" | "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_ERRORED" | "EVENT_POST_IMPORT_COMPLETED" | "EVENT_POST_IMPORT_ERRORED";
+            event: "EVENT_ACCOUNT_IMPORT_PROCESS_STAGED" | "EVENT_ACCOUNT_IMPORT_PROCESS_SCHEDULED" | "EVENT_ACCOUNT_IMPORT_PROCESS_STARTED" | "EVENT_ACCOUNT_IMPORT_PROCESS_HELD" | "EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED" | "EVENT_ACCOUNT_IMPORT_PROCESS_ERRORED" | "EVENT_ACCOUNT_IMPORT_PROCESS_CANCELLED" | "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_SUCCEEDED" | "EVENT_ACCOUNT_IMPORT_PROCESS_DRY_RUN_ERRORED" | "EVENT_POST_IMPORT_COMPLETED" | "EVENT_POST_IMPORT_ERRORED";
             occurred_at: components["schemas"]["DateTime"];
             /** @description Details of the transition (attempt, version, error, platform account number …). For post-import events: request (notes, transactions, statements or payment_instruction); when completed, count (rows added; 0 for a retry that added nothing) and per request already_existing, moved_into_open_statement, balance_change, or vendor, reference and type; when errored, error: the error envelope the request was answered with. */
             data: Record<string, never>;
@@ -1729,6 +1729,8 @@ export interface components {
             created_at: components["schemas"]["DateTime"];
             received_at: components["schemas"]["DateTime"] | null;
             finished_at: components["schemas"]["DateTime"] | null;
+            /** @description Why no creation of the job starts now: `supplier_paused` while its import supplier is Paused (the job resumes when it is Ongoing again); null when nothing is held. */
+            held: "supplier_paused" | null;
             status_url: string;
             results_url: string;
         };
@@ -4109,6 +4111,7 @@ export interface operations {
                      *         "created_at": "2025-06-01T09:30:00Z",
                      *         "received_at": "2025-06-01T09:30:02Z",
                      *         "finished_at": null,
+                     *         "held": null,
                      *         "status_url": "/v1/data-import/jobs/42/",
                      *         "results_url": "/v1/data-import/jobs/42/results/"
                      *       }
@@ -4329,6 +4332,7 @@ export interface operations {
                      *       "created_at": "2025-06-01T09:30:00Z",
                      *       "received_at": "2025-06-01T09:30:02Z",
                      *       "finished_at": null,
+                     *       "held": null,
                      *       "status_url": "/v1/data-import/jobs/42/",
                      *       "results_url": "/v1/data-import/jobs/42/results/"
                      *     }
@@ -4460,6 +4464,7 @@ export interface operations {
                      *       "created_at": "2025-06-01T09:30:00Z",
                      *       "received_at": "2025-06-01T09:30:02Z",
                      *       "finished_at": null,
+                     *       "held": null,
                      *       "status_url": "/v1/data-import/jobs/42/",
                      *       "results_url": "/v1/data-import/jobs/42/results/"
                      *     }
