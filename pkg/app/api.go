@@ -98,10 +98,11 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Registry: a.Registry,
 		Vendors:  paymentVendors(cfg, log),
 
-		Documents:   docs,
-		Idempotency: db,
-		Jobs:        db,
-		Failures:    db,
+		Documents:      docs,
+		Idempotency:    db,
+		Jobs:           db,
+		Failures:       db,
+		Reconciliation: db,
 
 		Webhooks:      db,
 		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},

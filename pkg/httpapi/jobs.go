@@ -83,12 +83,16 @@ type jobQuery struct {
 	supplier, team string
 	create, dryRun bool
 	window         dataimport.Window
+	declared       dataimport.ControlDeclared // control totals (CONTRACT §14)
 }
 
 func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 	var errs []dataimport.FieldError
 	known := map[string]bool{"import_supplier": true, "operations_team_name": true, "create": true, "dry_run": true,
 		"schedule_window_start": true, "schedule_window_end": true}
+	for _, name := range dataimport.ControlNames {
+		known["expected_"+name] = true
+	}
 	for k := range c.Request.URL.Query() {
 		if !known[k] {
 			errs = append(errs, dataimport.FieldError{Attr: k, Code: dataimport.CodeUnknownField, Detail: "Unknown query parameter."})
@@ -129,6 +133,9 @@ func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 			errs = append(errs, e)
 		}
 	}
+	declared, derrs := dataimport.ParseControlDeclared(c.GetQuery)
+	q.declared = declared
+	errs = append(errs, derrs...)
 	if q.dryRun && !q.create {
 		errs = append(errs, dataimport.FieldError{Attr: "dry_run", Code: dataimport.CodeInvalid, Detail: "dry_run needs create=true."})
 	}
@@ -207,7 +214,7 @@ func (s *Server) postJob(c *gin.Context) {
 	}
 	defer release()
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
-		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
+		Create: q.create, DryRun: q.dryRun, Window: q.window, Declared: q.declared, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
 	if err != nil {
 		abortWithError(c, err)
 		return
@@ -496,7 +503,8 @@ func (s *Server) validateLine(ctx context.Context, n int, line []byte, sup datai
 	if err == nil {
 		payload, mErr := json.Marshal(acc)
 		if mErr == nil {
-			jl.External, jl.Payload = acc.ExternalAccountNumber, payload
+			f := dataimport.FiguresOf(acc)
+			jl.External, jl.Payload, jl.Figures = acc.ExternalAccountNumber, payload, &f
 			return jl
 		}
 		err = mErr
@@ -613,8 +621,12 @@ type jobBody struct {
 	CreatedAt         dataimport.DateTime    `json:"created_at"`
 	ReceivedAt        *dataimport.DateTime   `json:"received_at"`
 	FinishedAt        *dataimport.DateTime   `json:"finished_at"`
-	StatusURL         string                 `json:"status_url"`
-	ResultsURL        string                 `json:"results_url"`
+	// Control totals (CONTRACT §14): each declared total beside what was
+	// received and created; reconciliation is none when nothing was declared.
+	Control        []dataimport.ControlTotal `json:"control"`
+	Reconciliation string                    `json:"reconciliation"`
+	StatusURL      string                    `json:"status_url"`
+	ResultsURL     string                    `json:"results_url"`
 }
 
 func newJobBody(v postgres.JobView) jobBody {
@@ -626,6 +638,7 @@ func newJobBody(v postgres.JobView) jobBody {
 	if j.Error != nil {
 		b.Error = &envelope{Code: j.Error.Code, Detail: j.Error.Detail}
 	}
+	b.Control, b.Reconciliation = j.Totals()
 	// Lines per second over the last minute, from the worker's samples.
 	if n := len(v.Rate); n >= 2 && v.Rate[n-1].T > v.Rate[0].T {
 		b.AccountsPerSecond = float64(v.Rate[n-1].D-v.Rate[0].D) / (v.Rate[n-1].T - v.Rate[0].T)
@@ -761,6 +774,7 @@ func (s *Server) jobResults(c *gin.Context) {
 	}
 	w := bufio.NewWriterSize(c.Writer, 32<<10)
 	var write func(dataimport.JobRecord) error
+	var finish func() error // writes what write holds back
 	if format == "csv" {
 		cw := startCSV(c, w, fmt.Sprintf("job-%d-%s.csv", id, filter), JobResultsCSVHeader)
 		write = func(r dataimport.JobRecord) error {
@@ -774,9 +788,13 @@ func (s *Server) jobResults(c *gin.Context) {
 		c.Header("Content-Type", "application/x-ndjson")
 		c.Status(http.StatusOK)
 		enc := json.NewEncoder(w)
-		write = func(r dataimport.JobRecord) error { return enc.Encode(r) }
+		// Each created account's landed_digest, read back a batch at a time.
+		write, finish = s.withLandedDigests(ctx, func(r jobResult) error { return enc.Encode(r) })
 	}
 	err := s.deps.Jobs.EachJobRecord(ctx, id, outcomes, write)
+	if err == nil && finish != nil {
+		err = finish()
+	}
 	if err == nil {
 		err = w.Flush()
 	}
