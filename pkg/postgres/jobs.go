@@ -30,9 +30,9 @@ type NewJob struct {
 	Create         bool
 	DryRun         bool
 	Window         dataimport.Window
-	IdempotencyKey string // empty: none
+	IdempotencyKey string                     // empty: none
 	Declared       dataimport.ControlDeclared // the control totals the partner declared (CONTRACT §14); nil: none
-	Query          string // the request's query string, compared on a retry with the same key
+	Query          string                     // the request's query string, compared on a retry with the same key
 	// KeyTTL is how long the key names its job: a key older than that is
 	// free again (a new job; the old one stays, without its key). 0: forever.
 	KeyTTL time.Duration
