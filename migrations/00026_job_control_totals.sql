@@ -17,13 +17,22 @@ ALTER TABLE import_jobs
     ADD COLUMN created_transfer_balance numeric NOT NULL DEFAULT 0,
     ADD COLUMN created_opening_transactions numeric NOT NULL DEFAULT 0,
     ADD COLUMN created_meter_points bigint NOT NULL DEFAULT 0;
-ALTER TABLE import_jobs ALTER COLUMN control_declared SET COMPRESSION lz4; -- as every TOASTable column (00016)
+-- As every TOASTable column (00016), numeric included.
+ALTER TABLE import_jobs
+    ALTER COLUMN control_declared SET COMPRESSION lz4,
+    ALTER COLUMN received_transfer_balance SET COMPRESSION lz4,
+    ALTER COLUMN received_opening_transactions SET COMPRESSION lz4,
+    ALTER COLUMN created_transfer_balance SET COMPRESSION lz4,
+    ALTER COLUMN created_opening_transactions SET COMPRESSION lz4;
 
 -- NULL for an invalid line (it has no account to count).
 ALTER TABLE import_job_records
     ADD COLUMN transfer_balance numeric,
     ADD COLUMN opening_transactions numeric,
     ADD COLUMN meter_points integer;
+ALTER TABLE import_job_records
+    ALTER COLUMN transfer_balance SET COMPRESSION lz4,
+    ALTER COLUMN opening_transactions SET COMPRESSION lz4;
 
 -- Reading an account back from its tables (reconciliation, landed_digest)
 -- finds its statements by account: only the open one was indexed.
