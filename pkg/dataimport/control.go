@@ -1,8 +1,11 @@
 package dataimport
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -160,4 +163,49 @@ func Reconcile(declared ControlDeclared, received ControlFigures, created *Contr
 		out = append(out, t)
 	}
 	return out, overall
+}
+
+// ControlLine is the prefix of an upload's control line: a line
+// {"control": {"expected_accounts": 3, ...}} (usually the last) declares
+// totals as the query parameters do, for a source that knows them only
+// once it has written its accounts.
+const ControlLine = `{"control"`
+
+// ParseControlLine reads a control line: ok is false when line is no
+// control line (an account, or anything else: the account rules judge it).
+// Values may be strings or JSON numbers; a total the line gives replaces
+// the query parameter's.
+func ParseControlLine(line []byte) (d ControlDeclared, ok bool, e *Error) {
+	var outer map[string]json.RawMessage
+	if len(line) < len(ControlLine) || string(line[:len(ControlLine)]) != ControlLine || json.Unmarshal(line, &outer) != nil || len(outer) != 1 {
+		return nil, false, nil
+	}
+	var inner map[string]json.RawMessage
+	if err := json.Unmarshal(outer["control"], &inner); err != nil {
+		return nil, true, Errorf(CodeInvalidPayload, "The control line must be {\"control\": {\"expected_accounts\": …}}.")
+	}
+	values := map[string]string{}
+	var errs []FieldError
+	for k, raw := range inner {
+		name, known := strings.CutPrefix(k, "expected_")
+		if !known || !slices.Contains(ControlNames, name) {
+			errs = append(errs, FieldError{Attr: "control." + k, Code: CodeUnknownField, Detail: "Unknown control total."})
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			s = string(raw) // a JSON number, as written
+		}
+		values[k] = s
+	}
+	d, perrs := ParseControlDeclared(func(k string) (string, bool) { v, ok := values[k]; return v, ok })
+	for _, pe := range perrs {
+		pe.Attr = "control." + pe.Attr
+		errs = append(errs, pe)
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b FieldError) int { return strings.Compare(a.Attr, b.Attr) })
+		return nil, true, &Error{Code: CodeInvalidPayload, Detail: "Invalid control line.", Errors: errs}
+	}
+	return d, true, nil
 }
