@@ -105,6 +105,16 @@ func TestJobControlTotalBalanceOneCentOff(t *testing.T) {
 	if v := p.jobControl(p.token, id); v.Reconciliation != "none" || len(v.Control) != 0 {
 		t.Errorf("nothing declared: %+v", v)
 	}
+	// A trailing control line declares them instead (over the query's) and is no line of the results.
+	body2 := p.jobAccountLine("CTL5-1") + "\n" + `{"control": {"expected_accounts": 1, "expected_meter_points": "2"}}` + "\n"
+	id = acceptedJob(t, p.postJob(p.token, "import_supplier=DEMO_ENERGY&operations_team_name=Migrations&expected_accounts=7", strings.NewReader(body2), false))
+	p.waitJob(p.token, id, time.Minute)
+	if v := p.jobControl(p.token, id); v.Reconciliation != "match" || len(v.Control) != 2 {
+		t.Errorf("control line: %+v", v)
+	}
+	if res := p.jobResults(p.token, id, "all"); len(res) != 1 || res[0].Outcome != "created" {
+		t.Errorf("results with a control line: %+v", res)
+	}
 	// A total with more than 2 places, a negative count: refused.
 	r := p.postJob(p.token, "import_supplier=DEMO_ENERGY&create=false&expected_transfer_balance_total=1.001&expected_accounts=-1",
 		strings.NewReader(p.jobAccountLine("CTL4-1")+"\n"), false)

@@ -74,3 +74,17 @@ func TestDiffFigures(t *testing.T) {
 		t.Errorf("differences %+v", d)
 	}
 }
+
+func TestParseControlLine(t *testing.T) {
+	d, ok, e := dataimport.ParseControlLine([]byte(`{"control":{"expected_accounts":3,"expected_transfer_balance_total":"12.30"}}`))
+	if !ok || e != nil || d[dataimport.ControlAccounts].String() != "3" || d[dataimport.ControlTransferBalanceTotal].String() != "12.3" {
+		t.Errorf("control line: %v %v %v", d, ok, e)
+	}
+	if _, ok, _ := dataimport.ParseControlLine([]byte(`{"import_supplier":"X","control":1}`)); ok {
+		t.Error("an account line taken for a control line")
+	}
+	_, ok, e = dataimport.ParseControlLine([]byte(`{"control":{"expected_accounts":-1,"expected_nothing":2}}`))
+	if !ok || e == nil || len(e.Errors) != 2 || e.Errors[0].Attr != "control.expected_accounts" || e.Errors[1].Code != "unknown_field" {
+		t.Errorf("bad control line: %v %+v", ok, e)
+	}
+}

@@ -393,6 +393,13 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 				if tooLong {
 					jl = postgres.JobLine{Line: int(n), Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
 						"Line is longer than the limit of %d bytes.", lineMax)}
+				} else if decl, isCtl, cerr := dataimport.ParseControlLine(bytes.TrimSpace(line)); isCtl {
+					// The control line declares totals; a bad one is an invalid line.
+					jl = postgres.JobLine{Line: int(n), Control: decl, Err: cerr}
+					if cerr == nil && decl == nil {
+						decl = dataimport.ControlDeclared{}
+						jl.Control = decl
+					}
 				} else {
 					jl = s.validateLine(ctx, int(n), line, sup, rules)
 				}

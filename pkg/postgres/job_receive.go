@@ -195,6 +195,10 @@ type JobLine struct {
 	Err      *dataimport.Error
 	// Figures are the valid line's account's control figures (nil: invalid).
 	Figures *dataimport.ControlFigures
+	// Control, when set, makes this the upload's control line: its totals
+	// are the job's declared ones (over the query's), and it is no line of
+	// the job's results.
+	Control dataimport.ControlDeclared
 }
 
 // jobCopyBatch is how many lines go to Postgres per COPY, each COPY in a
@@ -261,7 +265,12 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 	defer func() { stopHB(); <-hbDone }()
 
 	b := &receiveBatch{jobID: jobID, epoch: epoch, rows: make([][]any, 0, jobCopyBatch), errs: map[int64]*batchError{}}
+	var declared dataimport.ControlDeclared // from a control line
 	emit := func(l JobLine) error {
+		if l.Control != nil {
+			declared = l.Control
+			return nil
+		}
 		if err := b.add(l, &counters); err != nil {
 			return err
 		}
@@ -297,11 +306,21 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 		got.TransferBalance = got.TransferBalance.Sub(less.TransferBalance)
 		got.OpeningTransactions = got.OpeningTransactions.Sub(less.OpeningTransactions)
 		got.MeterPoints -= less.MeterPoints
+		var ctl *string
+		if len(declared) > 0 {
+			js, err := json.Marshal(declared)
+			if err != nil {
+				return fmt.Errorf("receive job: control line: %w", err)
+			}
+			s := string(js)
+			ctl = &s
+		}
 		tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
 			body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8,
-			received_transfer_balance = $9::numeric, received_opening_transactions = $10::numeric, received_meter_points = $11
+			received_transfer_balance = $9::numeric, received_opening_transactions = $10::numeric, received_meter_points = $11,
+			control_declared = CASE WHEN $12::jsonb IS NULL THEN control_declared ELSE coalesce(control_declared, '{}') || $12::jsonb END
 			WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, bodyBytes(), counters.Received, counters.Pending,
-			counters.Invalid, counters.DuplicateLine, bodySHA256(), got.TransferBalance.String(), got.OpeningTransactions.String(), got.MeterPoints)
+			counters.Invalid, counters.DuplicateLine, bodySHA256(), got.TransferBalance.String(), got.OpeningTransactions.String(), got.MeterPoints, ctl)
 		if err != nil {
 			return fmt.Errorf("receive job: %w", err)
 		}
