@@ -2666,7 +2666,7 @@ type CreateJobParams struct {
 	// ScheduleWindowEnd As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`.
 	ScheduleWindowEnd *DateTime `form:"schedule_window_end,omitempty" json:"schedule_window_end,omitempty"`
 
-	// ExpectedAccounts Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches.
+	// ExpectedAccounts Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches. The body may instead end with a control line `{"control": {"expected_accounts": 3, …}}` (any of the four `expected_*` names, strings or numbers): its totals replace these parameters', and it is no line of the results (an invalid one is an `invalid` line).
 	ExpectedAccounts *string `form:"expected_accounts,omitempty" json:"expected_accounts,omitempty"`
 
 	// ExpectedTransferBalanceTotal Control total: the sum of the accounts' `transfer_balance`, a decimal with at most 2 places.

@@ -4097,7 +4097,7 @@ export interface operations {
                 schedule_window_start?: components["schemas"]["DateTime"];
                 /** @description As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`. */
                 schedule_window_end?: components["schemas"]["DateTime"];
-                /** @description Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches. */
+                /** @description Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches. The body may instead end with a control line `{"control": {"expected_accounts": 3, …}}` (any of the four `expected_*` names, strings or numbers): its totals replace these parameters', and it is no line of the results (an invalid one is an `invalid` line). */
                 expected_accounts?: string;
                 /** @description Control total: the sum of the accounts' `transfer_balance`, a decimal with at most 2 places. */
                 expected_transfer_balance_total?: string;
