@@ -100,7 +100,13 @@ func (f *follower) run(ctx context.Context, cursor string) {
 func (f *follower) deliver(ev feedEvent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, ch := range f.waiters[accountKey{ev.Data.ImportSupplier, ev.Data.ExternalAccountNumber}] {
+	// Only an account's event has an account to wake (a job's or a
+	// supplier's has none).
+	d, err := ev.Data.AsFeedEventData()
+	if err != nil || d.ExternalAccountNumber == "" {
+		return
+	}
+	for _, ch := range f.waiters[accountKey{d.ImportSupplier, d.ExternalAccountNumber}] {
 		select {
 		case ch <- ev:
 		default: // the waiter has unread events; it looks at the status anyway
@@ -172,10 +178,11 @@ func (p *pusher) follow(ctx context.Context, a account, events <-chan feedEvent,
 // latest_error); while it is still in progress, keep waiting.
 func (p *pusher) fromEvent(ctx context.Context, a account, ev feedEvent) (result, bool) {
 	id := a.id()
+	data, _ := ev.Data.AsFeedEventData() // delivered only for an account's event
 	if ev.Type == client.ImportProcessCompleteV1 {
 		number := ""
-		if ev.Data.PlatformAccountNumber != nil {
-			number = *ev.Data.PlatformAccountNumber
+		if data.PlatformAccountNumber != nil {
+			number = *data.PlatformAccountNumber
 		}
 		return p.completed(ctx, a, outcomeCompleted, number, ""), true
 	}
@@ -204,7 +211,7 @@ func (p *pusher) fromEvent(ctx context.Context, a account, ev feedEvent) (result
 	}
 	e := st.LatestError
 	if e == nil {
-		e = ev.Data.Error
+		e = data.Error
 	}
 	if e == nil {
 		return result{outcome: outcomeFailed, rows: []row{{External: id, Outcome: outcomeFailed, Code: "import_failed",

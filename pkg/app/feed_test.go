@@ -33,6 +33,11 @@ type feedItem struct {
 		Error                 *struct {
 			Code, Detail, Domain string
 		} `json:"error"`
+		// A job's end (job.*-v1).
+		JobID              int64            `json:"job_id"`
+		State              string           `json:"state"`
+		Counters           map[string]int64 `json:"counters"`
+		FailuresSummaryURL string           `json:"failures_summary_url"`
 	} `json:"data"`
 }
 

@@ -3,6 +3,7 @@ package dataimport
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"strconv"
 	"strings"
 )
@@ -22,7 +23,9 @@ type FeedEvent struct {
 	Position int64 `json:"-"`
 }
 
-// FeedEventData is what a notification says about the account.
+// FeedEventData is what a notification says about the account. The events
+// of a job or a supplier (partner_events.go) say something else: their data
+// is Other, written as it is.
 type FeedEventData struct {
 	ImportSupplier        string `json:"import_supplier"`
 	ExternalAccountNumber string `json:"external_account_number"`
@@ -33,6 +36,17 @@ type FeedEventData struct {
 	Status V2Status `json:"status"`
 	// Error is the attempt's error (the latest_error it left), when any.
 	Error *Error `json:"error,omitempty"`
+	// Other is the whole data of an event that is not an account's.
+	Other json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes Other when set, else the account fields.
+func (d FeedEventData) MarshalJSON() ([]byte, error) {
+	if d.Other != nil {
+		return d.Other, nil
+	}
+	type account FeedEventData
+	return json.Marshal(account(d))
 }
 
 // feedIDPrefix starts every FeedEvent.ID.
@@ -76,9 +90,11 @@ func EventStatus(event string) (V2Status, bool) {
 // PublishedEvent is the timeline event a notification type names (the
 // inverse of PublishedType); ok is false for an unknown type.
 func PublishedEvent(typ string) (string, bool) {
-	for e, t := range publishedTypes {
-		if t == typ {
-			return e, true
+	for _, m := range []map[string]string{publishedTypes, partnerEventTypes} {
+		for e, t := range m {
+			if t == typ {
+				return e, true
+			}
 		}
 	}
 	return "", false

@@ -9,8 +9,8 @@ import (
 
 func TestEveryPublishedEventHasAStatusAndAType(t *testing.T) {
 	events := PublishedEvents()
-	if len(events) != 7 {
-		t.Fatalf("%d published events, want the 7 of CONTRACT §9", len(events))
+	if len(events) != 11 {
+		t.Fatalf("%d published events, want the 7 of CONTRACT §9 and the 4 of §13–§14", len(events))
 	}
 	for _, e := range events {
 		typ, ok := PublishedType(e)
@@ -20,8 +20,9 @@ func TestEveryPublishedEventHasAStatusAndAType(t *testing.T) {
 		if back, ok := PublishedEvent(typ); !ok || back != e {
 			t.Errorf("PublishedEvent(%q) = %q, %v; want %q", typ, back, ok, e)
 		}
-		if _, ok := EventStatus(e); !ok {
-			t.Errorf("%s has no status", e)
+		// An account's event reports its status; a job's or a supplier's has none.
+		if _, ok := EventStatus(e); ok != AccountEvent(e) {
+			t.Errorf("%s: has a status %v, is an account's event %v", e, ok, AccountEvent(e))
 		}
 	}
 	for _, e := range []string{EventStaged, EventScheduled, EventStarted} {
@@ -37,7 +38,7 @@ func TestEveryPublishedEventHasAStatusAndAType(t *testing.T) {
 	}
 	want := []string{"import_process.cancelled-v1", "import_process.complete-v1", "import_process.dry_run_complete-v1",
 		"import_process.dry_run_error-v1", "import_process.error-v1", "import_process.post_import.completed-v1",
-		"import_process.post_import.error-v1"}
+		"import_process.post_import.error-v1", "job.cancelled-v1", "job.completed-v1", "job.failed-v1", "supplier.paused-v1"}
 	if got := slices.Sorted(slices.Values(PublishedTypes())); !slices.Equal(got, want) {
 		t.Errorf("types %v, want %v", got, want)
 	}

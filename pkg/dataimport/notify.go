@@ -16,14 +16,20 @@ var publishedTypes = map[string]string{
 // PublishedType is the notification type of a timeline event; ok is false
 // for events that are not published.
 func PublishedType(event string) (string, bool) {
-	t, ok := publishedTypes[event]
+	if t, ok := publishedTypes[event]; ok {
+		return t, true
+	}
+	t, ok := partnerEventTypes[event]
 	return t, ok
 }
 
 // PublishedEvents lists the timeline events that are published.
 func PublishedEvents() []string {
-	out := make([]string, 0, len(publishedTypes))
+	out := make([]string, 0, len(publishedTypes)+len(partnerEventTypes))
 	for e := range publishedTypes {
+		out = append(out, e)
+	}
+	for e := range partnerEventTypes {
 		out = append(out, e)
 	}
 	return out
@@ -31,8 +37,11 @@ func PublishedEvents() []string {
 
 // PublishedTypes lists every notification type.
 func PublishedTypes() []string {
-	out := make([]string, 0, len(publishedTypes))
+	out := make([]string, 0, len(publishedTypes)+len(partnerEventTypes))
 	for _, t := range publishedTypes {
+		out = append(out, t)
+	}
+	for _, t := range partnerEventTypes {
 		out = append(out, t)
 	}
 	return out

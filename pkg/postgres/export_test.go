@@ -42,3 +42,16 @@ func (db *DB) UpsertFailuresFrom(ctx context.Context, query string, args ...any)
 	_, err := db.sql.ExecContext(ctx, fmt.Sprintf(upsertFailures, query), args...)
 	return err
 }
+
+// RecordSupplierEvent writes a supplier's event in a transaction of its own.
+func (db *DB) RecordSupplierEvent(ctx context.Context, supplierID int64, event string, data any) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := recordSupplierEvent(ctx, tx, supplierID, event, data); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -58,15 +58,16 @@ type feedQuery struct {
 }
 
 const feedSelect = `
-		SELECT e.id, e.position, e.event, e.occurred_at, s.code, p.external_account_number,
+		SELECT e.id, e.position, e.event, e.occurred_at, s.code, coalesce(p.external_account_number, ''),
 		       CASE WHEN e.event = ANY($6::text[]) THEN p.platform_account_number
 		            ELSE e.data->>'platform_account_number' END,
-		       e.data->'error'
+		       CASE WHEN e.process_id IS NULL THEN e.data ELSE e.data->'error' END
 		  FROM import_process_events e
-		  JOIN import_processes p ON p.id = e.process_id
-		  JOIN organisation_suppliers g ON g.supplier_id = p.supplier_id AND g.organisation_id = $1
-		  JOIN import_suppliers s ON s.id = p.supplier_id
-		 WHERE e.position > $2 AND e.event = ANY($3::text[]) AND ($4 = '' OR s.code = $4)`
+		  LEFT JOIN import_processes p ON p.id = e.process_id
+		  JOIN organisation_suppliers g ON g.supplier_id = coalesce(p.supplier_id, e.supplier_id) AND g.organisation_id = $1
+		  JOIN import_suppliers s ON s.id = g.supplier_id
+		 WHERE e.position > $2 AND e.event = ANY($3::text[]) AND ($4 = '' OR s.code = $4)
+		   AND (e.organisation_id IS NULL OR e.organisation_id = $1)`
 
 func feedPage(ctx context.Context, q queryer, f feedQuery) ([]dataimport.FeedEvent, int64, error) {
 	limit, after := f.limit, max(f.after, 0)
@@ -106,8 +107,18 @@ func feedPage(ctx context.Context, q queryer, f feedQuery) ([]dataimport.FeedEve
 		}
 		ev.ID = dataimport.FeedEventID(id)
 		ev.Type, _ = dataimport.PublishedType(event)
-		ev.Data.Status, _ = dataimport.EventStatus(event)
 		ev.OccurredAt = dataimport.NewDateTime(at)
+		if !dataimport.AccountEvent(event) {
+			// A job's or a supplier's event: its data as written, with the
+			// supplier's code and, for a job, where its failures are summed up.
+			if ev.Data.Other, err = partnerEventData(event, ev.Data.ImportSupplier, errJSON); err != nil {
+				return nil, after, fmt.Errorf("read event feed: event %d: %w", id, err)
+			}
+			out = append(out, ev)
+			next = ev.Position
+			continue
+		}
+		ev.Data.Status, _ = dataimport.EventStatus(event)
 		if platform.Valid && platform.String != "" {
 			n := platform.String
 			ev.Data.PlatformAccountNumber = &n

@@ -213,6 +213,10 @@ const (
 	ImportProcessErrorV1               FeedEventType = "import_process.error-v1"
 	ImportProcessPostImportCompletedV1 FeedEventType = "import_process.post_import.completed-v1"
 	ImportProcessPostImportErrorV1     FeedEventType = "import_process.post_import.error-v1"
+	JobCancelledV1                     FeedEventType = "job.cancelled-v1"
+	JobCompletedV1                     FeedEventType = "job.completed-v1"
+	JobFailedV1                        FeedEventType = "job.failed-v1"
+	SupplierPausedV1                   FeedEventType = "supplier.paused-v1"
 )
 
 // Valid indicates whether the value is a known member of the FeedEventType enum.
@@ -231,6 +235,14 @@ func (e FeedEventType) Valid() bool {
 	case ImportProcessPostImportCompletedV1:
 		return true
 	case ImportProcessPostImportErrorV1:
+		return true
+	case JobCancelledV1:
+		return true
+	case JobCompletedV1:
+		return true
+	case JobFailedV1:
+		return true
+	case SupplierPausedV1:
 		return true
 	default:
 		return false
@@ -1388,7 +1400,8 @@ type FailureSummary struct {
 
 // FeedEvent One published event: the pull feed's item and a webhook's body.
 type FeedEvent struct {
-	Data FeedEventData `json:"data"`
+	// Data What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`).
+	Data FeedEvent_Data `json:"data"`
 
 	// Id Unique and stable across reads, retries and replays: de-duplicate on it.
 	Id string `json:"id"`
@@ -1398,11 +1411,16 @@ type FeedEvent struct {
 	// Examples: 2025-06-01T09:30:00Z
 	OccurredAt DateTime `json:"occurred_at"`
 
-	// Type A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+	// Type A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
 	Type FeedEventType `json:"type"`
 }
 
-// FeedEventData defines model for FeedEventData.
+// FeedEvent_Data What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`).
+type FeedEvent_Data struct {
+	union json.RawMessage
+}
+
+// FeedEventData The data of an account's event (`import_process.*`).
 type FeedEventData struct {
 	// Error Why the attempt failed (error and dry-run error events).
 	Error *LatestError `json:"error,omitempty"`
@@ -1422,7 +1440,7 @@ type FeedEventData struct {
 	Status V2Status `json:"status"`
 }
 
-// FeedEventType A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+// FeedEventType A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
 type FeedEventType string
 
 // FeedPage defines model for FeedPage.
@@ -1621,6 +1639,32 @@ type JobCounters struct {
 	Pending    int `json:"pending"`
 	Received   int `json:"received"`
 	Staged     int `json:"staged"`
+}
+
+// JobEventData The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended.
+type JobEventData struct {
+	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
+	Counters JobCounters `json:"counters"`
+
+	// FailuresSummaryUrl The job's failures summary (GET, same credentials): counts per field code and attr.
+	//
+	// Examples: /v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=42
+	FailuresSummaryUrl string `json:"failures_summary_url"`
+
+	// ImportSupplier Examples: DEMO_ENERGY
+	ImportSupplier string `json:"import_supplier"`
+
+	// JobId Examples: 42
+	JobId int64 `json:"job_id"`
+
+	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
+	State JobState `json:"state"`
+}
+
+// JobRetried The answer to a retry of a job's failed creations.
+type JobRetried struct {
+	// Retried How many failed lines were put back to run again.
+	Retried int `json:"retried"`
 }
 
 // JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
@@ -1965,6 +2009,36 @@ type StatementsRequest struct {
 //
 // Examples: DEMO_ENERGY
 type SupplierCode = string
+
+// SupplierPausedEventData The data of `supplier.paused-v1`: the supplier's error-rate brake paused it (an operator resumes it).
+type SupplierPausedEventData struct {
+	// FailureRate The measured share of failed creation outcomes in the window, as a percentage with two decimals.
+	//
+	// Examples: 12.50
+	FailureRate string `json:"failure_rate"`
+
+	// ImportSupplier Examples: DEMO_ENERGY
+	ImportSupplier string `json:"import_supplier"`
+
+	// Reason Why, in words.
+	//
+	// Examples: 12.50% of the last 200 creations failed (brake at 5%).
+	Reason string `json:"reason"`
+
+	// TopCodes The most frequent failure codes in the window, most first.
+	TopCodes []struct {
+		// Code Examples: unknown_product
+		Code string `json:"code"`
+
+		// Count Examples: 25
+		Count int `json:"count"`
+	} `json:"top_codes"`
+
+	// Window How many of the latest creation outcomes were measured.
+	//
+	// Examples: 200
+	Window int `json:"window"`
+}
 
 // SupplyAddress defines model for SupplyAddress.
 type SupplyAddress struct {
@@ -2723,6 +2797,25 @@ type GetJobResultsParamsOutcome string
 // GetJobResultsParamsFormat defines parameters for GetJobResults.
 type GetJobResultsParamsFormat string
 
+// RetryJobParams defines parameters for RetryJob.
+type RetryJobParams struct {
+	// Code Only lines with a field error of this code (the codes of `GET /failures/summary/`).
+	Code *string `form:"code,omitempty" json:"code,omitempty"`
+
+	// Attr Only lines with a field error at this attr (with `code`: the same field error).
+	Attr *string `form:"attr,omitempty" json:"attr,omitempty"`
+
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateNotesParams defines parameters for CreateNotes.
 type CreateNotesParams struct {
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
@@ -3083,6 +3176,94 @@ type ValidateAccountV2JSONRequestBody = V2AccountRequest
 
 // PartnerNotificationJSONRequestBody defines body for PartnerNotification for application/json ContentType.
 type PartnerNotificationJSONRequestBody = FeedEvent
+
+// AsFeedEventData returns the union data inside the FeedEvent_Data as a FeedEventData
+func (t FeedEvent_Data) AsFeedEventData() (FeedEventData, error) {
+	var body FeedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFeedEventData overwrites any union data inside the FeedEvent_Data as the provided FeedEventData
+func (t *FeedEvent_Data) FromFeedEventData(v FeedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFeedEventData performs a merge with any union data inside the FeedEvent_Data, using the provided FeedEventData
+func (t *FeedEvent_Data) MergeFeedEventData(v FeedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsJobEventData returns the union data inside the FeedEvent_Data as a JobEventData
+func (t FeedEvent_Data) AsJobEventData() (JobEventData, error) {
+	var body JobEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromJobEventData overwrites any union data inside the FeedEvent_Data as the provided JobEventData
+func (t *FeedEvent_Data) FromJobEventData(v JobEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeJobEventData performs a merge with any union data inside the FeedEvent_Data, using the provided JobEventData
+func (t *FeedEvent_Data) MergeJobEventData(v JobEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSupplierPausedEventData returns the union data inside the FeedEvent_Data as a SupplierPausedEventData
+func (t FeedEvent_Data) AsSupplierPausedEventData() (SupplierPausedEventData, error) {
+	var body SupplierPausedEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSupplierPausedEventData overwrites any union data inside the FeedEvent_Data as the provided SupplierPausedEventData
+func (t *FeedEvent_Data) FromSupplierPausedEventData(v SupplierPausedEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSupplierPausedEventData performs a merge with any union data inside the FeedEvent_Data, using the provided SupplierPausedEventData
+func (t *FeedEvent_Data) MergeSupplierPausedEventData(v SupplierPausedEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FeedEvent_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FeedEvent_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsGraphQLResponseErrorsPath0 returns the union data inside the GraphQLResponse_Errors_Path_Item as a GraphQLResponseErrorsPath0
 func (t GraphQLResponse_Errors_Path_Item) AsGraphQLResponseErrorsPath0() (GraphQLResponseErrorsPath0, error) {
@@ -3809,6 +3990,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryJob Re-run a job's failed creations
+	//
+	// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+	RetryJob(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateNotesWithBody Add notes to an imported account
 	//
@@ -4587,6 +4775,23 @@ func (c *Client) CancelJob(ctx context.Context, id string, params *CancelJobPara
 // Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJobResultsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryJob Re-run a job's failed creations
+//
+// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+func (c *Client) RetryJob(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryJobRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6556,6 +6761,94 @@ func NewGetJobResultsRequest(server string, id string, params *GetJobResultsPara
 	return req, nil
 }
 
+// NewRetryJobRequest constructs an http.Request for the RetryJob method
+func NewRetryJobRequest(server string, id string, params *RetryJobParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/retry/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Code != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code", *params.Code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Attr != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "attr", *params.Attr, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateNotesRequest calls the generic CreateNotes builder with application/json body
 func NewCreateNotesRequest(server string, params *CreateNotesParams, body CreateNotesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8220,6 +8513,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResultsWithResponse(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*GetJobResultsResponse, error)
+
+	// RetryJobWithResponse Re-run a job's failed creations
+	//
+	// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+	RetryJobWithResponse(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
 
 	// CreateNotesWithBodyWithResponse Add notes to an imported account
 	//
@@ -11474,6 +11776,229 @@ func (r GetJobResultsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetJobResultsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryJobResponse202Headers the declared response headers of an HTTP 202 response for RetryJob
+type RetryJobResponse202Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse400Headers the declared response headers of an HTTP 400 response for RetryJob
+type RetryJobResponse400Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse401Headers the declared response headers of an HTTP 401 response for RetryJob
+type RetryJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// RetryJobResponse404Headers the declared response headers of an HTTP 404 response for RetryJob
+type RetryJobResponse404Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse405Headers the declared response headers of an HTTP 405 response for RetryJob
+type RetryJobResponse405Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse409Headers the declared response headers of an HTTP 409 response for RetryJob
+type RetryJobResponse409Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+// RetryJobResponse413Headers the declared response headers of an HTTP 413 response for RetryJob
+type RetryJobResponse413Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse415Headers the declared response headers of an HTTP 415 response for RetryJob
+type RetryJobResponse415Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse422Headers the declared response headers of an HTTP 422 response for RetryJob
+type RetryJobResponse422Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse500Headers the declared response headers of an HTTP 500 response for RetryJob
+type RetryJobResponse500Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse503Headers the declared response headers of an HTTP 503 response for RetryJob
+type RetryJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type RetryJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobRetried
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RetryJobResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RetryJobResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetryJobResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetryJobResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *RetryJobResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RetryJobResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RetryJobResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RetryJobResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RetryJobResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetryJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryJobResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RetryJobResponse) GetJSON202() *JobRetried {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetryJobResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetryJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetryJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r RetryJobResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RetryJobResponse) GetJSON409() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RetryJobResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RetryJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RetryJobResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetryJobResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RetryJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16225,6 +16750,21 @@ func (c *ClientWithResponses) GetJobResultsWithResponse(ctx context.Context, id 
 	return ParseGetJobResultsResponse(rsp)
 }
 
+// RetryJobWithResponse Re-run a job's failed creations
+//
+// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*RetryJobResponse, error) {
+	rsp, err := c.RetryJob(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryJobResponse(rsp)
+}
+
 // CreateNotesWithBodyWithResponse Add notes to an imported account
 //
 // Each note needs a `body` or `document_paths`. A note whose `body` (and `created_at`, if given)
@@ -20036,6 +20576,252 @@ func ParseGetJobResultsResponse(rsp *http.Response) (*GetJobResultsResponse, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetJobResultsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryJobResponse parses an HTTP response from a RetryJobWithResponse call
+func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobRetried
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RetryJobResponse202Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RetryJobResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RetryJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetryJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers RetryJobResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers RetryJobResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RetryJobResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RetryJobResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RetryJobResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetryJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetryJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   const complete = new Set<string>();
   const stop = AbortSignal.timeout(30_000);
   for await (const e of api.events("", { wait: "2s", importSupplier: supplier, signal: stop })) {
-    if (e.type === "import_process.complete-v1") complete.add(e.data.external_account_number);
+    if (e.type === "import_process.complete-v1" && "external_account_number" in e.data) complete.add(e.data.external_account_number);
     if (complete.size === 5) break;
   }
   check(complete.size === 5, "complete events", [...complete]);

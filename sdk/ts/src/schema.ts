@@ -734,6 +734,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/jobs/{id}/retry/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-run a job's failed creations
+         * @description Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+         */
+        post: operations["retryJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/data-import/webhooks/": {
         parameters: {
             query?: never;
@@ -1513,18 +1533,20 @@ export interface components {
             landed_digest: components["schemas"]["LandedDigest"];
         };
         /**
-         * @description A published event type. `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused.
+         * @description A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
          * @enum {string}
          */
-        FeedEventType: "import_process.cancelled-v1" | "import_process.complete-v1" | "import_process.dry_run_complete-v1" | "import_process.dry_run_error-v1" | "import_process.error-v1" | "import_process.post_import.completed-v1" | "import_process.post_import.error-v1";
+        FeedEventType: "import_process.cancelled-v1" | "import_process.complete-v1" | "import_process.dry_run_complete-v1" | "import_process.dry_run_error-v1" | "import_process.error-v1" | "import_process.post_import.completed-v1" | "import_process.post_import.error-v1" | "job.cancelled-v1" | "job.completed-v1" | "job.failed-v1" | "supplier.paused-v1";
         /** @description One published event: the pull feed's item and a webhook's body. */
         FeedEvent: {
             /** @description Unique and stable across reads, retries and replays: de-duplicate on it. */
             id: string;
             type: components["schemas"]["FeedEventType"];
             occurred_at: components["schemas"]["DateTime"];
-            data: components["schemas"]["FeedEventData"];
+            /** @description What the event is about: an account (`import_process.*`), a job (`job.*`) or a supplier (`supplier.*`). */
+            data: components["schemas"]["FeedEventData"] | components["schemas"]["JobEventData"] | components["schemas"]["SupplierPausedEventData"];
         };
+        /** @description The data of an account's event (`import_process.*`). */
         FeedEventData: {
             /** @example DEMO_ENERGY */
             import_supplier: string;
@@ -1535,6 +1557,50 @@ export interface components {
             status: components["schemas"]["V2Status"];
             /** @description Why the attempt failed (error and dry-run error events). */
             error?: components["schemas"]["LatestError"];
+        };
+        /** @description The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended. */
+        JobEventData: {
+            /**
+             * Format: int64
+             * @example 42
+             */
+            job_id: number;
+            /** @example DEMO_ENERGY */
+            import_supplier: string;
+            state: components["schemas"]["JobState"];
+            counters: components["schemas"]["JobCounters"];
+            /**
+             * @description The job's failures summary (GET, same credentials): counts per field code and attr.
+             * @example /v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=42
+             */
+            failures_summary_url: string;
+        };
+        /** @description The data of `supplier.paused-v1`: the supplier's error-rate brake paused it (an operator resumes it). */
+        SupplierPausedEventData: {
+            /** @example DEMO_ENERGY */
+            import_supplier: string;
+            /**
+             * @description Why, in words.
+             * @example 12.50% of the last 200 creations failed (brake at 5%).
+             */
+            reason: string;
+            /**
+             * @description The measured share of failed creation outcomes in the window, as a percentage with two decimals.
+             * @example 12.50
+             */
+            failure_rate: string;
+            /**
+             * @description How many of the latest creation outcomes were measured.
+             * @example 200
+             */
+            window: number;
+            /** @description The most frequent failure codes in the window, most first. */
+            top_codes: {
+                /** @example unknown_product */
+                code: string;
+                /** @example 25 */
+                count: number;
+            }[];
         };
         FeedPage: {
             /** @description In commit order. */
@@ -1800,6 +1866,14 @@ export interface components {
             import_supplier: components["schemas"]["SupplierCode"];
             job: number | null;
             counts: components["schemas"]["FailureCount"][];
+        };
+        /** @description The answer to a retry of a job's failed creations. */
+        JobRetried: {
+            /**
+             * @description How many failed lines were put back to run again.
+             * @example 30
+             */
+            retried: number;
         };
         /**
          * @description What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
@@ -4433,6 +4507,103 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryJob: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only lines with a field error of this code (the codes of `GET /failures/summary/`).
+                 * @example product_not_found
+                 */
+                code?: string;
+                /**
+                 * @description Only lines with a field error at this attr (with `code`: the same field error).
+                 * @example supply_addresses.0.meter_points.0.agreements.1.product_code
+                 */
+                attr?: string;
+            };
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many failed lines were put back to run again. */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "retried": 30
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobRetried"];
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each; an unknown parameter is `unknown_field`), or a malformed `Idempotency-Key` (`invalid_idempotency_key`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `job_not_retryable`: the job is `RECEIVING` (retry once it is `PROCESSING` or `COMPLETED`), `CANCELLED`, `FAILED`, or its schedule window has ended; `detail` says which. Or `idempotency_key_in_use`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The job was CANCELLED; its lines are not run again. Send the accounts in a new job.",
+                     *       "code": "job_not_retryable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "job_not_retryable" | "idempotency_key_in_use";
+                    };
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];

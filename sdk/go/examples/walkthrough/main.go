@@ -146,7 +146,11 @@ func main() {
 			fail(fmt.Errorf("events: %w (saw %v)", err, complete))
 		}
 		if e.Type == client.ImportProcessCompleteV1 {
-			complete[e.Data.ExternalAccountNumber] = true
+			d, err := e.Data.AsFeedEventData() // an account's event
+			if err != nil {
+				fail(fmt.Errorf("event %s: %w", e.Id, err))
+			}
+			complete[d.ExternalAccountNumber] = true
 		}
 		if len(complete) == 5 {
 			break
