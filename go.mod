@@ -40,7 +40,10 @@ require (
 	gorm.io/gorm v1.31.2
 )
 
-require github.com/oapi-codegen/runtime v1.8.0 // indirect
+require (
+	github.com/gowebpki/jcs v1.0.2 // indirect
+	github.com/oapi-codegen/runtime v1.8.0 // indirect
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

@@ -50,7 +50,7 @@ func main() {
 		switch {
 		case errors.Is(err, errInterrupted):
 			os.Exit(exitInterrupted)
-		case errors.Is(err, errSomeFailed):
+		case errors.Is(err, errSomeFailed), errors.Is(err, errDiffers):
 			os.Exit(exitSomeFailed)
 		}
 		os.Exit(1)
@@ -100,7 +100,7 @@ func newRoot(c *cli) *cobra.Command {
 	f.StringVar(&c.apiKey, "api-key", "", "organisation API key (env DATAIMPORT_API_KEY; prefer it: flags show in ps)")
 	f.StringVar(&c.logLevel, "log-level", "warn", "diagnostics on stderr: debug, info, warn or error")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
-	root.AddCommand(c.pushCmd(), c.statusCmd(), c.convertCmd())
+	root.AddCommand(c.pushCmd(), c.statusCmd(), c.convertCmd(), c.reconcileCmd())
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -17,6 +18,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/config"
 	"github.com/gridshift/dataimport/pkg/console"
+	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/documents"
 	"github.com/gridshift/dataimport/pkg/httpapi"
 	"github.com/gridshift/dataimport/pkg/postgres"
@@ -108,10 +110,11 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Registry: a.Registry,
 		Vendors:  vendors,
 
-		Documents:   docs,
-		Idempotency: db,
-		Jobs:        db,
-		Failures:    db,
+		Documents:      docs,
+		Idempotency:    db,
+		Jobs:           db,
+		Failures:       db,
+		Reconciliation: db,
 
 		Webhooks:      db,
 		WebhookGuard:  webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
@@ -154,6 +157,12 @@ func (a *API) consoleBulkJobs(ctx context.Context) ([]console.BulkJob, error) {
 	out := make([]console.BulkJob, len(jobs))
 	for i, j := range jobs {
 		out[i] = console.BulkJob{ID: strconv.FormatInt(j.ID, 10), Supplier: j.Supplier, Status: string(j.State), Done: j.Done, Total: j.Total}
+		switch j.Reconciliation {
+		case dataimport.ReconciliationMatch:
+			out[i].Control = j.Reconciliation
+		case dataimport.ReconciliationMismatch:
+			out[i].Control = j.Reconciliation + ": " + strings.Join(j.Mismatched, ", ")
+		}
 	}
 	return out, nil
 }

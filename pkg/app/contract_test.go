@@ -85,6 +85,11 @@ func TestOpenAPIContract(t *testing.T) {
 	get("/v1/data-import/failures/?import_supplier=NOPE", http.StatusNotFound)
 	get("/v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY", http.StatusOK)
 	get("/v1/data-import/failures/summary/?import_supplier=NOPE", http.StatusNotFound)
+	// Reconciliation and the landed accounts (the created account above).
+	get("/v1/data-import/reconciliation/?import_supplier=DEMO_ENERGY", http.StatusOK)
+	get("/v1/data-import/reconciliation/?import_supplier=DEMO_ENERGY&since=garbage", http.StatusBadRequest)
+	get("/v1/data-import/reconciliation/?import_supplier=NOPE", http.StatusNotFound)
+	get("/v1/data-import/reconciliation/accounts/?import_supplier=DEMO_ENERGY&since=2020-01-01T00:00:00Z", http.StatusOK)
 
 	// Post-import data.
 	post("/v1/data-import/notes/create/", sample("notes_sample.json"), http.StatusCreated)

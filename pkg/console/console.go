@@ -123,6 +123,9 @@ type BulkJobProgress func(ctx context.Context) ([]BulkJob, error)
 type BulkJob struct {
 	ID, Supplier, Status string
 	Done, Total          int64
+	// Control is the job's control totals: "match", "mismatch: <totals>",
+	// or "" when none was declared.
+	Control string
 }
 
 // Percent is the job's progress for its bar.

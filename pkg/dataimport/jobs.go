@@ -92,6 +92,7 @@ type Job struct {
 	WindowStart    *time.Time // creation starts no earlier (nil: at once)
 	WindowEnd      *time.Time // lines not started by then fail (nil: no deadline)
 	Counters       JobCounters
+	Control        JobControl // control totals (CONTRACT §14)
 	Error          *Error
 	BodyBytes      int64
 	CreatedAt      time.Time
@@ -101,6 +102,22 @@ type Job struct {
 	// Held says why no creation of the job starts now (HeldSupplierPaused),
 	// "" when none is held.
 	Held string
+}
+
+// JobControl is what a job declared, received and created (control.go).
+type JobControl struct {
+	Declared          ControlDeclared
+	Received, Created ControlFigures
+}
+
+// Totals compares them: created counts only for a job that creates
+// accounts for real, and only once it is finished.
+func (j *Job) Totals() ([]ControlTotal, string) {
+	var created *ControlFigures
+	if j.Create && !j.DryRun {
+		created = &j.Control.Created
+	}
+	return Reconcile(j.Control.Declared, j.Control.Received, created, j.State.Finished())
 }
 
 // JobRecord is one line's outcome.

@@ -152,7 +152,7 @@ func (s *Server) rerun(c *gin.Context, jobID int64, sup dataimport.Supplier, mkt
 	rerunID := uuid.NewString()
 	var invalid []rerunLine
 	err := s.deps.Jobs.ReceiveJobCorrections(ctx, jobID, rerunID, func(emit func(postgres.JobCorrection) error) error {
-		return s.uploadLines(ctx, body, sup, mkt, func(jl postgres.JobLine) error {
+		return s.uploadLines(ctx, body, sup, mkt, false, func(jl postgres.JobLine) error {
 			sum.Received++
 			if jl.Err == nil {
 				return emit(postgres.JobCorrection{Line: jl.Line, External: jl.External, Payload: jl.Payload})

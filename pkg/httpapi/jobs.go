@@ -89,12 +89,16 @@ type jobQuery struct {
 	supplier, team string
 	create, dryRun bool
 	window         dataimport.Window
+	declared       dataimport.ControlDeclared // control totals (CONTRACT §14)
 }
 
 func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 	var errs []dataimport.FieldError
 	known := map[string]bool{"import_supplier": true, "operations_team_name": true, "create": true, "dry_run": true,
 		"schedule_window_start": true, "schedule_window_end": true}
+	for _, name := range dataimport.ControlNames {
+		known["expected_"+name] = true
+	}
 	for k := range c.Request.URL.Query() {
 		if !known[k] {
 			errs = append(errs, dataimport.FieldError{Attr: k, Code: dataimport.CodeUnknownField, Detail: "Unknown query parameter."})
@@ -135,6 +139,9 @@ func parseJobQuery(c *gin.Context) (jobQuery, []dataimport.FieldError) {
 			errs = append(errs, e)
 		}
 	}
+	declared, derrs := dataimport.ParseControlDeclared(c.GetQuery)
+	q.declared = declared
+	errs = append(errs, derrs...)
 	if q.dryRun && !q.create {
 		errs = append(errs, dataimport.FieldError{Attr: "dry_run", Code: dataimport.CodeInvalid, Detail: "dry_run needs create=true."})
 	}
@@ -195,7 +202,7 @@ func (s *Server) postJob(c *gin.Context) {
 	}
 	defer release()
 	job, existing, err := s.deps.Jobs.CreateJob(ctx, postgres.NewJob{OrganisationID: org, SupplierID: sup.ID, TeamID: teamID,
-		Create: q.create, DryRun: q.dryRun, Window: q.window, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
+		Create: q.create, DryRun: q.dryRun, Window: q.window, Declared: q.declared, IdempotencyKey: key, Query: r.URL.RawQuery, KeyTTL: s.idempotencyTTL()}, receivingStale)
 	if err != nil {
 		abortWithError(c, err)
 		return
@@ -392,7 +399,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 	// process's priority: a niced thread in a process serving status reads
 	// stalls them (see package priority).
 	_, err := s.deps.Jobs.ReceiveJob(ctx, job.ID, epoch, ub.raw.count, func() []byte { return digest.Sum(nil) }, func(emit func(postgres.JobLine) error) error {
-		return s.uploadLines(ctx, body, sup, mkt, func(jl postgres.JobLine) error {
+		return s.uploadLines(ctx, body, sup, mkt, true, func(jl postgres.JobLine) error {
 			if err := emit(jl); err != nil {
 				return err
 			}
@@ -440,7 +447,7 @@ func (s *Server) receiveJob(c *gin.Context, job dataimport.Job, epoch int, sup d
 // MAX_JOB_LINES and the per-line limit, and validates every non-blank line
 // as the stage endpoint does (validateLine); fn gets each line, in order.
 // A job's upload and a re-run of its lines both read their body here.
-func (s *Server) uploadLines(ctx context.Context, body io.Reader, sup dataimport.Supplier, mkt dataimport.Market, fn func(postgres.JobLine) error) error {
+func (s *Server) uploadLines(ctx context.Context, body io.Reader, sup dataimport.Supplier, mkt dataimport.Market, controlLines bool, fn func(postgres.JobLine) error) error {
 	lim := s.cfg.Uploads
 	lineMax := int(min(s.cfg.MaxBodyBytes, int64(1<<30)))
 	if lineMax <= 0 {
@@ -461,6 +468,8 @@ func (s *Server) uploadLines(ctx context.Context, body io.Reader, sup dataimport
 			if tooLong {
 				jl = postgres.JobLine{Line: int(n), Err: dataimport.Errorf(dataimport.CodeRequestTooLarge,
 					"Line is longer than the limit of %d bytes.", lineMax)}
+			} else if ctl, ok := controlJobLine(int(n), line); controlLines && ok {
+				jl = ctl
 			} else {
 				jl = s.validateLine(ctx, int(n), line, sup, rules)
 			}
@@ -475,6 +484,19 @@ func (s *Server) uploadLines(ctx context.Context, body io.Reader, sup dataimport
 			return err
 		}
 	}
+}
+
+// controlJobLine is an upload's control line (CONTRACT §14: the totals its
+// source declares), when line is one; a bad one is an invalid line.
+func controlJobLine(n int, line []byte) (postgres.JobLine, bool) {
+	decl, isCtl, cerr := dataimport.ParseControlLine(bytes.TrimSpace(line))
+	if !isCtl {
+		return postgres.JobLine{}, false
+	}
+	if cerr == nil && decl == nil {
+		decl = dataimport.ControlDeclared{}
+	}
+	return postgres.JobLine{Line: n, Control: decl, Err: cerr}, true
 }
 
 // uploadBodyFailure is the answer to an upload whose body could not be
@@ -544,7 +566,8 @@ func (s *Server) validateLine(ctx context.Context, n int, line []byte, sup datai
 	if err == nil {
 		payload, mErr := json.Marshal(acc)
 		if mErr == nil {
-			jl.External, jl.Payload = acc.ExternalAccountNumber, payload
+			f := dataimport.FiguresOf(acc)
+			jl.External, jl.Payload, jl.Figures = acc.ExternalAccountNumber, payload, &f
 			return jl
 		}
 		err = mErr
@@ -662,8 +685,12 @@ type jobBody struct {
 	ReceivedAt        *dataimport.DateTime   `json:"received_at"`
 	FinishedAt        *dataimport.DateTime   `json:"finished_at"`
 	Held              *string                `json:"held"`
-	StatusURL         string                 `json:"status_url"`
-	ResultsURL        string                 `json:"results_url"`
+	// Control totals (CONTRACT §14): each declared total beside what was
+	// received and created; reconciliation is none when nothing was declared.
+	Control        []dataimport.ControlTotal `json:"control"`
+	Reconciliation string                    `json:"reconciliation"`
+	StatusURL      string                    `json:"status_url"`
+	ResultsURL     string                    `json:"results_url"`
 }
 
 func newJobBody(v postgres.JobView) jobBody {
@@ -679,6 +706,7 @@ func newJobBody(v postgres.JobView) jobBody {
 		held := j.Held
 		b.Held = &held
 	}
+	b.Control, b.Reconciliation = j.Totals()
 	// Lines per second over the last minute, from the worker's samples.
 	if n := len(v.Rate); n >= 2 && v.Rate[n-1].T > v.Rate[0].T {
 		b.AccountsPerSecond = float64(v.Rate[n-1].D-v.Rate[0].D) / (v.Rate[n-1].T - v.Rate[0].T)
@@ -816,6 +844,7 @@ func (s *Server) jobResults(c *gin.Context) {
 	}
 	w := bufio.NewWriterSize(c.Writer, 32<<10)
 	var write func(dataimport.JobRecord) error
+	var finish func() error // writes what write holds back
 	if format == "csv" {
 		cw := startCSV(c, w, fmt.Sprintf("job-%d-%s.csv", id, filter), JobResultsCSVHeader)
 		write = func(r dataimport.JobRecord) error {
@@ -829,9 +858,13 @@ func (s *Server) jobResults(c *gin.Context) {
 		c.Header("Content-Type", "application/x-ndjson")
 		c.Status(http.StatusOK)
 		enc := json.NewEncoder(w)
-		write = func(r dataimport.JobRecord) error { return enc.Encode(r) }
+		// Each created account's landed_digest, read back a batch at a time.
+		write, finish = s.withLandedDigests(ctx, func(r jobResult) error { return enc.Encode(r) })
 	}
 	err := s.deps.Jobs.EachJobRecord(ctx, id, outcomes, write)
+	if err == nil && finish != nil {
+		err = finish()
+	}
 	if err == nil {
 		err = w.Flush()
 	}

@@ -19,6 +19,8 @@ func (s *Server) routes(g *gin.RouterGroup) {
 	g.GET("/events/", s.eventFeed)
 	g.GET("/failures/", s.listFailures)
 	g.GET("/failures/summary/", s.failureSummary)
+	g.GET("/reconciliation/", s.reconciliation)
+	g.GET("/reconciliation/accounts/", s.landedAccounts)
 	g.POST("/payment-instruction/create/", s.createPaymentInstruction)
 	g.POST("/notes/create/", s.createNotes)
 	g.POST("/transactions/create/", s.createTransactions)

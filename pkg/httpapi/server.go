@@ -95,6 +95,8 @@ type Deps struct {
 
 	Failures FailureStore // failure records (failures.go); nil: not recorded, endpoints 404
 
+	Reconciliation ReconciliationStore // reconciliation and landed_digest (reconciliation.go); nil: endpoints 404, no digests
+
 	Webhooks      WebhookStore  // partner webhook endpoints (webhooks.go)
 	WebhookGuard  webhook.Guard // checks a target URL at registration
 	WebhookSender WebhookSender // sends a test event; nil: tests answer 500

@@ -18,6 +18,8 @@ type statusBody struct {
 	LatestError           *dataimport.Error       `json:"latest_error,omitempty"`
 	CreatedAt             dataimport.DateTime     `json:"created_at"`
 	ModifiedAt            dataimport.DateTime     `json:"modified_at"`
+	// LandedDigest names what landed (CONTRACT §14); null until created.
+	LandedDigest *string `json:"landed_digest"`
 }
 
 // accountStatus serves GET /account-transfer-status/<supplier>/<external>/.
@@ -34,10 +36,15 @@ func (s *Server) accountStatus(c *gin.Context) {
 		abortWithError(c, asNotFound(dataimport.ErrSupplierNotFound("")))
 		return
 	}
+	digest, err := s.landedDigest(c.Request.Context(), p.PlatformAccountNumber)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
 	c.JSON(http.StatusOK, statusBody{
 		Status: p.Status, PlatformAccountNumber: p.PlatformAccountNumber, ExternalAccountNumber: p.ExternalAccountNumber,
 		AccountCreatedAt: wireTimePtr(p.AccountCreatedAt), LatestError: p.LatestError,
-		CreatedAt: dataimport.NewDateTime(p.CreatedAt), ModifiedAt: dataimport.NewDateTime(p.ModifiedAt),
+		CreatedAt: dataimport.NewDateTime(p.CreatedAt), ModifiedAt: dataimport.NewDateTime(p.ModifiedAt), LandedDigest: digest,
 	})
 }
 

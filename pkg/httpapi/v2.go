@@ -185,6 +185,7 @@ type v2Status struct {
 	ScheduleWindowEnd     *dataimport.DateTime `json:"schedule_window_end"`
 	LatestEvent           *v2Event             `json:"latest_event"`
 	LatestError           *v2Error             `json:"latest_error"`
+	LandedDigest          *string              `json:"landed_digest"` // CONTRACT §14; null until created
 }
 
 type v2Event struct {
@@ -223,6 +224,10 @@ func (s *Server) statusV2(c *gin.Context) {
 	if found {
 		e := eventBody(ev)
 		body.LatestEvent = &e
+	}
+	if body.LandedDigest, err = s.landedDigest(c.Request.Context(), p.PlatformAccountNumber); err != nil {
+		abortWithError(c, err)
+		return
 	}
 	c.JSON(http.StatusOK, body)
 }

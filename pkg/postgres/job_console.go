@@ -15,14 +15,16 @@ type JobProgress struct {
 	Supplier    string
 	State       dataimport.JobState
 	Done, Total int64
+	// Reconciliation of its control totals (match, mismatch, none), and the
+	// totals that do not match: a mismatch is never silent (CONTRACT §14).
+	Reconciliation string
+	Mismatched     []string
 }
 
 // ConsoleJobs lists every job receiving or processing, then those finished
 // in the last 24 hours, newest first, at most limit (one indexed read each).
 func (db *DB) ConsoleJobs(ctx context.Context, limit int) ([]JobProgress, error) {
-	rows, err := db.readSQL.QueryContext(ctx, `
-		SELECT j.id, s.code, j.state, j.n_received - j.n_pending - j.n_in_progress
-		       - CASE WHEN j.create_accounts AND NOT j.dry_run THEN j.n_staged ELSE 0 END, j.n_received
+	rows, err := db.readSQL.QueryContext(ctx, `SELECT `+jobColumns+`
 		  FROM import_jobs j JOIN import_suppliers s ON s.id = j.supplier_id
 		 WHERE j.state IN ('RECEIVING', 'PROCESSING') OR j.finished_at > now() - interval '24 hours'
 		 ORDER BY j.state IN ('RECEIVING', 'PROCESSING') DESC, j.id DESC LIMIT $1`, limit)
@@ -32,9 +34,21 @@ func (db *DB) ConsoleJobs(ctx context.Context, limit int) ([]JobProgress, error)
 	defer rows.Close()
 	var out []JobProgress
 	for rows.Next() {
-		var p JobProgress
-		if err := rows.Scan(&p.ID, &p.Supplier, &p.State, &p.Done, &p.Total); err != nil {
+		j, err := scanJob(rows, nil)
+		if err != nil {
 			return nil, fmt.Errorf("console jobs: %w", err)
+		}
+		c := j.Counters
+		p := JobProgress{ID: j.ID, Supplier: j.SupplierCode, State: j.State, Total: c.Received, Done: c.Received - c.Pending - c.InProgress}
+		if j.Create && !j.DryRun {
+			p.Done -= c.Staged // still to create
+		}
+		var totals []dataimport.ControlTotal
+		totals, p.Reconciliation = j.Totals()
+		for _, t := range totals {
+			if t.Result == dataimport.ReconciliationMismatch {
+				p.Mismatched = append(p.Mismatched, t.Name)
+			}
 		}
 		out = append(out, p)
 	}

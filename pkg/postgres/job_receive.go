@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/shopspring/decimal"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/storable"
@@ -40,14 +42,23 @@ func (db *DB) CreateJob(ctx context.Context, in NewJob, staleAfter time.Duration
 			return dataimport.Job{}, nil, fmt.Errorf("create job: expire idempotency key: %w", err)
 		}
 	}
+	var declared *string
+	if len(in.Declared) > 0 {
+		b, err := json.Marshal(in.Declared)
+		if err != nil {
+			return dataimport.Job{}, nil, fmt.Errorf("create job: control totals: %w", err)
+		}
+		s := string(b)
+		declared = &s
+	}
 	var id int64
 	err := db.sql.QueryRowContext(ctx, `
 		INSERT INTO import_jobs (organisation_id, supplier_id, operations_team_id, create_accounts, dry_run, idempotency_key, request_query,
-		                         window_start, window_end)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		                         window_start, window_end, control_declared)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)
 		ON CONFLICT (organisation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id`, in.OrganisationID, in.SupplierID, in.TeamID, in.Create, in.DryRun, key, in.Query,
-		nullTime(in.Window.Start), nullTime(in.Window.End)).Scan(&id)
+		nullTime(in.Window.Start), nullTime(in.Window.End), declared).Scan(&id)
 	if err == nil {
 		j, err := db.job(ctx, in.OrganisationID, id)
 		return j.Job, nil, err
@@ -117,22 +128,25 @@ const duplicateBatch = 1000
 // line job on an analyzed table was still marking after 10 minutes). So
 // the duplicates are read in one pass and each is marked through the
 // primary key, plans that no estimate can turn quadratic.
-func markDuplicateLines(ctx context.Context, tx pgx.Tx, jobID int64) (int64, error) {
+//
+// It also returns the figures of the lines marked (control totals): a
+// replaced line's account is not received twice.
+func markDuplicateLines(ctx context.Context, tx pgx.Tx, jobID int64) (int64, dataimport.ControlFigures, error) {
+	var less dataimport.ControlFigures
 	rows, err := tx.Query(ctx, `
 		SELECT line, next FROM (
 			SELECT line, lead(line) OVER (PARTITION BY external_account_number ORDER BY line) AS next
 			  FROM import_job_records WHERE job_id = $1 AND outcome = 'pending') x
 		 WHERE next IS NOT NULL`, jobID)
 	if err != nil {
-		return 0, fmt.Errorf("receive job: find duplicate lines: %w", err)
+		return 0, less, fmt.Errorf("receive job: find duplicate lines: %w", err)
 	}
-	type dup struct{ line, next int64 }
 	dups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dup, error) {
 		var d dup
 		return d, r.Scan(&d.line, &d.next)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("receive job: find duplicate lines: %w", err)
+		return 0, less, fmt.Errorf("receive job: find duplicate lines: %w", err)
 	}
 	marked := int64(len(dups))
 	for len(dups) > 0 {
@@ -144,12 +158,32 @@ func markDuplicateLines(ctx context.Context, tx pgx.Tx, jobID int64) (int64, err
 				         'Line ' || $3::bigint || ' has the same external_account_number and replaces this line''s staged version.', 'errors', '[]'::jsonb)
 				WHERE job_id = $1 AND line = $2`, jobID, d.line, d.next)
 		}
+		b.Queue(`SELECT coalesce(sum(transfer_balance), 0)::text, coalesce(sum(opening_transactions), 0)::text, coalesce(sum(meter_points), 0)
+			FROM import_job_records WHERE job_id = $1 AND line = ANY($2::bigint[])`, jobID, dupLines(chunk)).QueryRow(func(r pgx.Row) error {
+			var f dataimport.ControlFigures
+			if err := r.Scan(&f.TransferBalance, &f.OpeningTransactions, &f.MeterPoints); err != nil {
+				return err
+			}
+			f.Accounts = int64(len(chunk))
+			less.Add(f)
+			return nil
+		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return 0, fmt.Errorf("receive job: mark duplicate lines: %w", err)
+			return 0, less, fmt.Errorf("receive job: mark duplicate lines: %w", err)
 		}
 		dups = dups[len(chunk):]
 	}
-	return marked, nil
+	return marked, less, nil
+}
+
+type dup struct{ line, next int64 }
+
+func dupLines(ds []dup) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = d.line
+	}
+	return out
 }
 
 // JobLine is one line of an upload, validated: Payload is the normalised
@@ -160,6 +194,12 @@ type JobLine struct {
 	External string
 	Payload  []byte
 	Err      *dataimport.Error
+	// Figures are the valid line's account's control figures (nil: invalid).
+	Figures *dataimport.ControlFigures
+	// Control, when set, makes this the upload's control line: its totals
+	// are the job's declared ones (over the query's), and it is no line of
+	// the job's results.
+	Control dataimport.ControlDeclared
 }
 
 // jobCopyBatch is how many lines go to Postgres per COPY, each COPY in a
@@ -220,6 +260,7 @@ func ErrorHash(errJSON []byte) int64 {
 // distinct errors to import_job_errors once, with their line counts.
 func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes func() int64, bodySHA256 func() []byte, feed func(emit func(JobLine) error) error) (dataimport.JobCounters, error) {
 	var counters dataimport.JobCounters
+	var figures dataimport.ControlFigures // the valid lines' control figures, summed as they arrive
 	var received atomic.Int64
 	hbCtx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
@@ -230,9 +271,17 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 	defer func() { stopHB(); <-hbDone }()
 
 	b := &receiveBatch{jobID: jobID, epoch: epoch, rows: make([][]any, 0, jobCopyBatch), errs: map[int64]*batchError{}}
+	var declared dataimport.ControlDeclared // from a control line
 	emit := func(l JobLine) error {
+		if l.Control != nil {
+			declared = l.Control
+			return nil
+		}
 		if err := b.add(l, &counters); err != nil {
 			return err
+		}
+		if l.Figures != nil {
+			figures.Add(*l.Figures)
 		}
 		received.Store(counters.Received)
 		if len(b.rows) >= jobCopyBatch || b.bytes >= jobCopyBytes {
@@ -253,16 +302,31 @@ func (db *DB) ReceiveJob(ctx context.Context, jobID int64, epoch int, bodyBytes 
 		if err := b.store(ctx, tx, counters.Received); err != nil {
 			return err
 		}
-		dups, err := markDuplicateLines(ctx, tx, jobID)
+		dups, less, err := markDuplicateLines(ctx, tx, jobID)
 		if err != nil {
 			return err
 		}
 		counters.DuplicateLine = dups
 		counters.Pending -= dups
+		got := figures
+		got.TransferBalance = got.TransferBalance.Sub(less.TransferBalance)
+		got.OpeningTransactions = got.OpeningTransactions.Sub(less.OpeningTransactions)
+		got.MeterPoints -= less.MeterPoints
+		var ctl *string
+		if len(declared) > 0 {
+			js, err := json.Marshal(declared)
+			if err != nil {
+				return fmt.Errorf("receive job: control line: %w", err)
+			}
+			s := string(js)
+			ctl = &s
+		}
 		tag, err := tx.Exec(ctx, `UPDATE import_jobs SET state = 'PROCESSING', received_at = now(), modified_at = now(), heartbeat_at = now(),
-			body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8
+			body_bytes = $3, n_received = $4, n_pending = $5, n_invalid = $6, n_duplicate_line = $7, body_sha256 = $8,
+			received_transfer_balance = $9::numeric, received_opening_transactions = $10::numeric, received_meter_points = $11,
+			control_declared = CASE WHEN $12::jsonb IS NULL THEN control_declared ELSE coalesce(control_declared, '{}') || $12::jsonb END
 			WHERE id = $1 AND state = 'RECEIVING' AND receive_epoch = $2`, jobID, epoch, bodyBytes(), counters.Received, counters.Pending,
-			counters.Invalid, counters.DuplicateLine, bodySHA256())
+			counters.Invalid, counters.DuplicateLine, bodySHA256(), got.TransferBalance.String(), got.OpeningTransactions.String(), got.MeterPoints, ctl)
 		if err != nil {
 			return fmt.Errorf("receive job: %w", err)
 		}
@@ -382,7 +446,7 @@ type batchError struct {
 
 // add appends l to the batch and counts it.
 func (b *receiveBatch) add(l JobLine, counters *dataimport.JobCounters) error {
-	var ext, payload, hash any
+	var ext, payload, hash, balance, txs, mps any
 	if l.External != "" {
 		ext = l.External
 	}
@@ -414,13 +478,21 @@ func (b *receiveBatch) add(l JobLine, counters *dataimport.JobCounters) error {
 		counters.Invalid++
 	} else {
 		payload = string(l.Payload)
+		if f := l.Figures; f != nil {
+			balance, txs, mps = copyNumeric(f.TransferBalance), copyNumeric(f.OpeningTransactions), int32(f.MeterPoints)
+		}
 		b.bytes += len(l.Payload)
 		counters.Pending++
 	}
 	b.bytes += len(l.External) + 64
 	counters.Received++
-	b.rows = append(b.rows, []any{b.jobID, l.Line, ext, payload, outcome, hash})
+	b.rows = append(b.rows, []any{b.jobID, l.Line, ext, payload, outcome, hash, balance, txs, mps})
 	return nil
+}
+
+// copyNumeric is d as COPY writes a numeric column.
+func copyNumeric(d decimal.Decimal) pgtype.Numeric {
+	return pgtype.Numeric{Int: d.Coefficient(), Exp: d.Exponent(), Valid: true}
 }
 
 // store writes the batch in tx, behind the epoch guard, and empties it.
@@ -452,7 +524,8 @@ func (b *receiveBatch) store(ctx context.Context, tx pgx.Tx, received int64) err
 	}
 	if len(b.rows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"import_job_records"},
-			[]string{"job_id", "line", "external_account_number", "payload", "outcome", "error_hash"}, pgx.CopyFromRows(b.rows)); err != nil {
+			[]string{"job_id", "line", "external_account_number", "payload", "outcome", "error_hash", "transfer_balance", "opening_transactions", "meter_points"},
+			pgx.CopyFromRows(b.rows)); err != nil {
 			return fmt.Errorf("receive job: store lines: %w", err)
 		}
 	}

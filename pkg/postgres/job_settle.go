@@ -37,7 +37,7 @@ const resolveJobLinesSQL = `
 		                    ELSE r.error END,
 		       modified_at = now()
 		  FROM r WHERE rec.job_id = $1 AND rec.line = r.line
-		RETURNING rec.outcome
+		RETURNING rec.outcome, rec.transfer_balance, rec.opening_transactions, rec.meter_points
 	), adopt AS (
 		-- FinishAttempt recorded the failure without its job: name it.
 		UPDATE import_failures f SET job_id = j.id, line = r.line, organisation_id = j.organisation_id
@@ -51,7 +51,11 @@ const resolveJobLinesSQL = `
 	       n_created = n_created + coalesce((SELECT n FROM c WHERE outcome = 'created'), 0),
 	       n_cancelled = n_cancelled + coalesce((SELECT n FROM c WHERE outcome = 'cancelled'), 0),
 	       n_staged = n_staged + coalesce((SELECT n FROM c WHERE outcome = 'staged'), 0),
-	       n_failed = n_failed + coalesce((SELECT n FROM c WHERE outcome = 'failed'), 0)
+	       n_failed = n_failed + coalesce((SELECT n FROM c WHERE outcome = 'failed'), 0),
+	       -- Control totals (CONTRACT §14): the created lines' figures, as they settle.
+	       created_transfer_balance = created_transfer_balance + coalesce((SELECT sum(transfer_balance) FROM u WHERE outcome = 'created'), 0),
+	       created_opening_transactions = created_opening_transactions + coalesce((SELECT sum(opening_transactions) FROM u WHERE outcome = 'created'), 0),
+	       created_meter_points = created_meter_points + coalesce((SELECT sum(meter_points) FROM u WHERE outcome = 'created'), 0)
 	 WHERE id = $1`
 
 // ResolveJobLines settles the job's lines whose creation attempt ended,

@@ -30,8 +30,9 @@ type NewJob struct {
 	Create         bool
 	DryRun         bool
 	Window         dataimport.Window
-	IdempotencyKey string // empty: none
-	Query          string // the request's query string, compared on a retry with the same key
+	IdempotencyKey string                     // empty: none
+	Declared       dataimport.ControlDeclared // the control totals the partner declared (CONTRACT §14); nil: none
+	Query          string                     // the request's query string, compared on a retry with the same key
 	// KeyTTL is how long the key names its job: a key older than that is
 	// free again (a new job; the old one stays, without its key). 0: forever.
 	KeyTTL time.Duration
@@ -39,18 +40,23 @@ type NewJob struct {
 
 const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations_team_id, j.state, j.create_accounts, j.dry_run, j.window_start, j.window_end,
 	j.error, j.body_bytes, j.n_received, j.n_pending, j.n_invalid, j.n_duplicate_line, j.n_staged, j.n_in_progress, j.n_created,
-	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text, s.status`
+	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text, s.status,
+	coalesce(j.control_declared::text, ''), j.received_transfer_balance::text, j.received_opening_transactions::text, j.received_meter_points,
+	j.created_transfer_balance::text, j.created_opening_transactions::text, j.created_meter_points`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 	var j dataimport.Job
 	var errJSON []byte
-	var samples, supplierStatus string
+	var samples, supplierStatus, declared string
 	c := &j.Counters
+	ctl := &j.Control
 	err := r.Scan(&j.ID, &j.OrganisationID, &j.SupplierID, &j.SupplierCode, &j.TeamID, &j.State, &j.Create, &j.DryRun, &j.WindowStart, &j.WindowEnd,
 		&errJSON, &j.BodyBytes, &c.Received, &c.Pending, &c.Invalid, &c.DuplicateLine, &c.Staged, &c.InProgress, &c.Created,
-		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples, &supplierStatus)
+		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples, &supplierStatus,
+		&declared, &ctl.Received.TransferBalance, &ctl.Received.OpeningTransactions, &ctl.Received.MeterPoints,
+		&ctl.Created.TransferBalance, &ctl.Created.OpeningTransactions, &ctl.Created.MeterPoints)
 	if err != nil {
 		return j, err
 	}
@@ -58,6 +64,15 @@ func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 	if !j.State.Finished() && dataimport.SupplierStatus(supplierStatus) == dataimport.SupplierPaused {
 		j.Held = dataimport.HeldSupplierPaused
 	}
+	if declared != "" {
+		if err := json.Unmarshal([]byte(declared), &ctl.Declared); err != nil {
+			return j, fmt.Errorf("job %d control totals: %w", j.ID, err)
+		}
+	}
+	// Accounts are counted by the counters: every valid line that no later
+	// line replaced was received; created is the created lines.
+	ctl.Received.Accounts = c.Received - c.Invalid - c.DuplicateLine
+	ctl.Created.Accounts = c.Created
 	if len(errJSON) > 0 {
 		var e dataimport.Error
 		if json.Unmarshal(errJSON, &e) == nil {

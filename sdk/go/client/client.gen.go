@@ -96,6 +96,48 @@ func (e AccountPaymentInstructionType) Valid() bool {
 	}
 }
 
+// Defines values for ControlTotalName.
+const (
+	Accounts                 ControlTotalName = "accounts"
+	MeterPoints              ControlTotalName = "meter_points"
+	OpeningTransactionsTotal ControlTotalName = "opening_transactions_total"
+	TransferBalanceTotal     ControlTotalName = "transfer_balance_total"
+)
+
+// Valid indicates whether the value is a known member of the ControlTotalName enum.
+func (e ControlTotalName) Valid() bool {
+	switch e {
+	case Accounts:
+		return true
+	case MeterPoints:
+		return true
+	case OpeningTransactionsTotal:
+		return true
+	case TransferBalanceTotal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ControlTotalResult.
+const (
+	ControlTotalResultMatch    ControlTotalResult = "match"
+	ControlTotalResultMismatch ControlTotalResult = "mismatch"
+)
+
+// Valid indicates whether the value is a known member of the ControlTotalResult enum.
+func (e ControlTotalResult) Valid() bool {
+	switch e {
+	case ControlTotalResultMatch:
+		return true
+	case ControlTotalResultMismatch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CustomerTitle.
 const (
 	Dr    CustomerTitle = "Dr"
@@ -237,6 +279,27 @@ const (
 func (e JobHeld) Valid() bool {
 	switch e {
 	case SupplierPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobReconciliation.
+const (
+	JobReconciliationMatch    JobReconciliation = "match"
+	JobReconciliationMismatch JobReconciliation = "mismatch"
+	JobReconciliationNone     JobReconciliation = "none"
+)
+
+// Valid indicates whether the value is a known member of the JobReconciliation enum.
+func (e JobReconciliation) Valid() bool {
+	switch e {
+	case JobReconciliationMatch:
+		return true
+	case JobReconciliationMismatch:
+		return true
+	case JobReconciliationNone:
 		return true
 	default:
 		return false
@@ -1140,6 +1203,11 @@ type AccountStatus struct {
 	CreatedAt             DateTime `json:"created_at"`
 	ExternalAccountNumber string   `json:"external_account_number"`
 
+	// LandedDigest What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
+	//
+	// Examples: sha256:82b65a3e599b174aeffdfc935225f1f827e368d5e521fc663a11e1244aef8dcc
+	LandedDigest *LandedDigest `json:"landed_digest"`
+
 	// LatestError Why the last creation attempt failed.
 	LatestError *LatestError `json:"latest_error,omitempty"`
 
@@ -1169,6 +1237,28 @@ type ConcurrencyLimitError struct {
 	Code   interface{} `json:"code"`
 	Detail string      `json:"detail"`
 }
+
+// ControlTotal One control total the upload declared (query parameter `expected_<name>`), beside what the job received (its valid lines, each account once) and created. `result` compares the declared figure with the received one and, once the job is finished and if it creates accounts, with the created one: a line that was invalid, failed or not created makes a mismatch.
+type ControlTotal struct {
+	// Created null for a job that creates nothing (`create=false`, or a dry run); until the job is finished, what was created so far.
+	Created *Figure `json:"created"`
+
+	// Declared A figure as a decimal string: a count (`"12"`) or a sum of money (`"1043.50"`).
+	Declared Figure `json:"declared"`
+
+	// Name `accounts`: accounts; `transfer_balance_total`: the sum of their `transfer_balance`; `opening_transactions_total`: the sum of the `amount` of their `current_statement_transactions` (as sent, unsigned); `meter_points`: their meter points.
+	Name ControlTotalName `json:"name"`
+
+	// Received A figure as a decimal string: a count (`"12"`) or a sum of money (`"1043.50"`).
+	Received Figure             `json:"received"`
+	Result   ControlTotalResult `json:"result"`
+}
+
+// ControlTotalName `accounts`: accounts; `transfer_balance_total`: the sum of their `transfer_balance`; `opening_transactions_total`: the sum of the `amount` of their `current_statement_transactions` (as sent, unsigned); `meter_points`: their meter points.
+type ControlTotalName string
+
+// ControlTotalResult defines model for ControlTotal.Result.
+type ControlTotalResult string
 
 // CreateAccountAccepted defines model for CreateAccountAccepted.
 type CreateAccountAccepted struct {
@@ -1419,6 +1509,12 @@ type FieldError struct {
 	Detail string `json:"detail"`
 }
 
+// Figure A figure as a decimal string: a count (`"12"`) or a sum of money (`"1043.50"`).
+type Figure = string
+
+// Figures Counts and sums by field: `accounts`, `customers`, `supply_addresses`, `meter_points`, `meters`, `registers`, `readings`, `agreements`, `statements`, `payment_schedules`, `payment_instructions`, `transfer_balance`, `balance`, and per transaction type `transactions.<TYPE>.count` and `transactions.<TYPE>.amount`.
+type Figures map[string]Figure
+
 // GraphQLRequest defines model for GraphQLRequest.
 type GraphQLRequest struct {
 	OperationName *string                 `json:"operationName,omitempty"`
@@ -1522,6 +1618,9 @@ type Job struct {
 	// BodyBytes Bytes of the body as sent (compressed, if it was).
 	BodyBytes int `json:"body_bytes"`
 
+	// Control The declared control totals (empty when none was declared).
+	Control []ControlTotal `json:"control"`
+
 	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
 	Counters JobCounters `json:"counters"`
 
@@ -1549,7 +1648,10 @@ type Job struct {
 	Id             int       `json:"id"`
 	ImportSupplier string    `json:"import_supplier"`
 	ReceivedAt     *DateTime `json:"received_at"`
-	ResultsUrl     string    `json:"results_url"`
+
+	// Reconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+	Reconciliation JobReconciliation `json:"reconciliation"`
+	ResultsUrl     string            `json:"results_url"`
 
 	// ScheduleWindowEnd Lines not started by then end `failed` with `schedule_window_expired`.
 	ScheduleWindowEnd *DateTime `json:"schedule_window_end"`
@@ -1564,6 +1666,9 @@ type Job struct {
 
 // JobHeld defines model for Job.Held.
 type JobHeld string
+
+// JobReconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+type JobReconciliation string
 
 // JobAccepted defines model for JobAccepted.
 type JobAccepted struct {
@@ -1708,6 +1813,11 @@ type JobRetried struct {
 
 // JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
 type JobState string
+
+// LandedDigest What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
+//
+// Examples: sha256:82b65a3e599b174aeffdfc935225f1f827e368d5e521fc663a11e1244aef8dcc
+type LandedDigest = string
 
 // LatestError Why the last creation attempt failed.
 type LatestError struct {
@@ -1970,6 +2080,32 @@ type ProductsResult struct {
 
 // ReadinessChecks Examples: {"postgres":"ok","redis":"ok"}
 type ReadinessChecks map[string]string
+
+// Reconciliation What landed in the platform's tables beside what was staged for the same accounts (the payload each was created from).
+type Reconciliation struct {
+	// Differences Every differing figure, account by account (in the order accounts were created), at most 1,000.
+	Differences []ReconciliationDifference `json:"differences"`
+
+	// DifferingAccounts Accounts with at least one difference.
+	DifferingAccounts int `json:"differing_accounts"`
+
+	// Landed Counts and sums by field: `accounts`, `customers`, `supply_addresses`, `meter_points`, `meters`, `registers`, `readings`, `agreements`, `statements`, `payment_schedules`, `payment_instructions`, `transfer_balance`, `balance`, and per transaction type `transactions.<TYPE>.count` and `transactions.<TYPE>.amount`.
+	Landed Figures `json:"landed"`
+
+	// MoreDifferences Differences past the first 1,000, not listed.
+	MoreDifferences int `json:"more_differences"`
+
+	// Staged Counts and sums by field: `accounts`, `customers`, `supply_addresses`, `meter_points`, `meters`, `registers`, `readings`, `agreements`, `statements`, `payment_schedules`, `payment_instructions`, `transfer_balance`, `balance`, and per transaction type `transactions.<TYPE>.count` and `transactions.<TYPE>.amount`.
+	Staged Figures `json:"staged"`
+}
+
+// ReconciliationDifference One figure of one account that differs. `field` `account` with `missing`/`present` names an account with no staged payload.
+type ReconciliationDifference struct {
+	ExternalAccountNumber string `json:"external_account_number"`
+	Field                 string `json:"field"`
+	Landed                string `json:"landed"`
+	Staged                string `json:"staged"`
+}
 
 // Register Register ids are unique within a meter (`duplicate_register_id`).
 type Register struct {
@@ -2282,9 +2418,14 @@ type V2AccountStatus struct {
 	// CreatedAt An instant as the API writes it: `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). Every datetime in a response has this one form.
 	//
 	// Examples: 2025-06-01T09:30:00Z
-	CreatedAt   DateTime       `json:"created_at"`
-	LatestError *V2LatestError `json:"latest_error"`
-	LatestEvent *V2Event       `json:"latest_event"`
+	CreatedAt DateTime `json:"created_at"`
+
+	// LandedDigest What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
+	//
+	// Examples: sha256:82b65a3e599b174aeffdfc935225f1f827e368d5e521fc663a11e1244aef8dcc
+	LandedDigest *LandedDigest  `json:"landed_digest"`
+	LatestError  *V2LatestError `json:"latest_error"`
+	LatestEvent  *V2Event       `json:"latest_event"`
 
 	// ModifiedAt An instant as the API writes it: `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). Every datetime in a response has this one form.
 	//
@@ -2743,6 +2884,18 @@ type CreateJobParams struct {
 	// ScheduleWindowEnd As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`.
 	ScheduleWindowEnd *DateTime `form:"schedule_window_end,omitempty" json:"schedule_window_end,omitempty"`
 
+	// ExpectedAccounts Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches. The body may instead end with a control line `{"control": {"expected_accounts": 3, …}}` (any of the four `expected_*` names, strings or numbers): its totals replace these parameters', and it is no line of the results (an invalid one is an `invalid` line).
+	ExpectedAccounts *string `form:"expected_accounts,omitempty" json:"expected_accounts,omitempty"`
+
+	// ExpectedTransferBalanceTotal Control total: the sum of the accounts' `transfer_balance`, a decimal with at most 2 places.
+	ExpectedTransferBalanceTotal *string `form:"expected_transfer_balance_total,omitempty" json:"expected_transfer_balance_total,omitempty"`
+
+	// ExpectedOpeningTransactionsTotal Control total: the sum of the `amount` of the accounts' `current_statement_transactions`, a decimal with at most 2 places.
+	ExpectedOpeningTransactionsTotal *string `form:"expected_opening_transactions_total,omitempty" json:"expected_opening_transactions_total,omitempty"`
+
+	// ExpectedMeterPoints Control total: how many meter points the accounts have.
+	ExpectedMeterPoints *string `form:"expected_meter_points,omitempty" json:"expected_meter_points,omitempty"`
+
 	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
 	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
 	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
@@ -2882,6 +3035,30 @@ type CreateOrUpdateProductsParams struct {
 	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
 	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReconciliationParams defines parameters for Reconciliation.
+type ReconciliationParams struct {
+	// ImportSupplier The supplier whose accounts to reconcile. One the caller's organisation is not granted is answered like an unknown one: 404.
+	ImportSupplier SupplierCode `form:"import_supplier" json:"import_supplier"`
+
+	// Job Only the accounts this bulk job created (a job of another organisation or supplier: 404).
+	Job *string `form:"job,omitempty" json:"job,omitempty"`
+
+	// Since Only the accounts created at or after this time (not with `job`).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+}
+
+// LandedAccountsParams defines parameters for LandedAccounts.
+type LandedAccountsParams struct {
+	// ImportSupplier The supplier whose accounts to reconcile. One the caller's organisation is not granted is answered like an unknown one: 404.
+	ImportSupplier SupplierCode `form:"import_supplier" json:"import_supplier"`
+
+	// Job Only the accounts this bulk job created (a job of another organisation or supplier: 404).
+	Job *string `form:"job,omitempty" json:"job,omitempty"`
+
+	// Since Only the accounts created at or after this time (not with `job`).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
 }
 
 // CreateTransactionsParams defines parameters for CreateTransactions.
@@ -3977,6 +4154,7 @@ type ClientInterface interface {
 	// GetJobResults A job's per-line results
 	//
 	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// In NDJSON each line also has `landed_digest` (see the `LandedDigest` schema): a created account's, null for any other line.
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4084,6 +4262,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/products/{code}/ (the `GetProduct` operationId).
 	GetProduct(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Reconciliation Compare what landed with what was staged
+	//
+	// Counts and sums computed from the platform's own tables (accounts, customers, supply addresses, meter points, meters, registers, readings, agreements, transactions by type, balances, statements, payment schedules and instructions) beside the same figures of the staged payloads the accounts were created from, and every figure that differs, account by account. Data added after creation (notes, transactions, statements) shows as a difference. Read in pages of accounts: constant memory for any size.
+	//
+	// Corresponds with GET /v1/data-import/reconciliation/ (the `Reconciliation` operationId).
+	Reconciliation(ctx context.Context, params *ReconciliationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LandedAccounts Stream every landed account with its digest and figures
+	//
+	// Every account of the supplier (or of the job, or created since), as NDJSON: its `landed_digest` and its figures as read back from the platform's tables. `migrator reconcile` compares a source export with it.
+	//
+	// Corresponds with GET /v1/data-import/reconciliation/accounts/ (the `LandedAccounts` operationId).
+	LandedAccounts(ctx context.Context, params *LandedAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTransactionsWithBody Add financial transactions to an imported account
 	//
@@ -4767,6 +4959,7 @@ func (c *Client) RerunJobLinesWithBody(ctx context.Context, id string, params *R
 // GetJobResults A job's per-line results
 //
 // One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// In NDJSON each line also has `landed_digest` (see the `LandedDigest` schema): a created account's, null for any other line.
 //
 // Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4985,6 +5178,40 @@ func (c *Client) CreateOrUpdateProducts(ctx context.Context, params *CreateOrUpd
 // Corresponds with GET /v1/data-import/products/{code}/ (the `GetProduct` operationId).
 func (c *Client) GetProduct(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProductRequest(c.Server, code)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Reconciliation Compare what landed with what was staged
+//
+// Counts and sums computed from the platform's own tables (accounts, customers, supply addresses, meter points, meters, registers, readings, agreements, transactions by type, balances, statements, payment schedules and instructions) beside the same figures of the staged payloads the accounts were created from, and every figure that differs, account by account. Data added after creation (notes, transactions, statements) shows as a difference. Read in pages of accounts: constant memory for any size.
+//
+// Corresponds with GET /v1/data-import/reconciliation/ (the `Reconciliation` operationId).
+func (c *Client) Reconciliation(ctx context.Context, params *ReconciliationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReconciliationRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LandedAccounts Stream every landed account with its digest and figures
+//
+// Every account of the supplier (or of the job, or created since), as NDJSON: its `landed_digest` and its figures as read back from the platform's tables. `migrator reconcile` compares a source export with it.
+//
+// Corresponds with GET /v1/data-import/reconciliation/accounts/ (the `LandedAccounts` operationId).
+func (c *Client) LandedAccounts(ctx context.Context, params *LandedAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLandedAccountsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6488,6 +6715,54 @@ func NewCreateJobRequestWithBody(server string, params *CreateJobParams, content
 
 		}
 
+		if params.ExpectedAccounts != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expected_accounts", *params.ExpectedAccounts, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ExpectedTransferBalanceTotal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expected_transfer_balance_total", *params.ExpectedTransferBalanceTotal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ExpectedOpeningTransactionsTotal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expected_opening_transactions_total", *params.ExpectedOpeningTransactionsTotal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ExpectedMeterPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expected_meter_points", *params.ExpectedMeterPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -7130,6 +7405,154 @@ func NewGetProductRequest(server string, code string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReconciliationRequest constructs an http.Request for the Reconciliation method
+func NewReconciliationRequest(server string, params *ReconciliationParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/reconciliation/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "import_supplier", params.ImportSupplier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Job != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "job", *params.Job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewLandedAccountsRequest constructs an http.Request for the LandedAccounts method
+func NewLandedAccountsRequest(server string, params *LandedAccountsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/reconciliation/accounts/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "import_supplier", params.ImportSupplier, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Job != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "job", *params.Job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8335,6 +8758,7 @@ type ClientWithResponsesInterface interface {
 	// GetJobResultsWithResponse A job's per-line results
 	//
 	// One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+	// In NDJSON each line also has `landed_digest` (see the `LandedDigest` schema): a created account's, null for any other line.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8454,6 +8878,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/products/{code}/ (the `GetProduct` operationId).
 	GetProductWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*GetProductResponse, error)
+
+	// ReconciliationWithResponse Compare what landed with what was staged
+	//
+	// Counts and sums computed from the platform's own tables (accounts, customers, supply addresses, meter points, meters, registers, readings, agreements, transactions by type, balances, statements, payment schedules and instructions) beside the same figures of the staged payloads the accounts were created from, and every figure that differs, account by account. Data added after creation (notes, transactions, statements) shows as a difference. Read in pages of accounts: constant memory for any size.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/reconciliation/ (the `Reconciliation` operationId).
+	ReconciliationWithResponse(ctx context.Context, params *ReconciliationParams, reqEditors ...RequestEditorFn) (*ReconciliationResponse, error)
+
+	// LandedAccountsWithResponse Stream every landed account with its digest and figures
+	//
+	// Every account of the supplier (or of the job, or created since), as NDJSON: its `landed_digest` and its figures as read back from the platform's tables. `migrator reconcile` compares a source export with it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/data-import/reconciliation/accounts/ (the `LandedAccounts` operationId).
+	LandedAccountsWithResponse(ctx context.Context, params *LandedAccountsParams, reqEditors ...RequestEditorFn) (*LandedAccountsResponse, error)
 
 	// CreateTransactionsWithBodyWithResponse Add financial transactions to an imported account
 	//
@@ -13206,6 +13648,299 @@ func (r GetProductResponse) ContentType() string {
 	return ""
 }
 
+// ReconciliationResponse200Headers the declared response headers of an HTTP 200 response for Reconciliation
+type ReconciliationResponse200Headers struct {
+	XRequestID string
+}
+
+// ReconciliationResponse400Headers the declared response headers of an HTTP 400 response for Reconciliation
+type ReconciliationResponse400Headers struct {
+	XRequestID string
+}
+
+// ReconciliationResponse401Headers the declared response headers of an HTTP 401 response for Reconciliation
+type ReconciliationResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// ReconciliationResponse404Headers the declared response headers of an HTTP 404 response for Reconciliation
+type ReconciliationResponse404Headers struct {
+	XRequestID string
+}
+
+// ReconciliationResponse405Headers the declared response headers of an HTTP 405 response for Reconciliation
+type ReconciliationResponse405Headers struct {
+	XRequestID string
+}
+
+// ReconciliationResponse500Headers the declared response headers of an HTTP 500 response for Reconciliation
+type ReconciliationResponse500Headers struct {
+	XRequestID string
+}
+
+// ReconciliationResponse503Headers the declared response headers of an HTTP 503 response for Reconciliation
+type ReconciliationResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type ReconciliationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reconciliation
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReconciliationResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReconciliationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReconciliationResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReconciliationResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ReconciliationResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReconciliationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReconciliationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReconciliationResponse) GetJSON200() *Reconciliation {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReconciliationResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReconciliationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReconciliationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ReconciliationResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReconciliationResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReconciliationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReconciliationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReconciliationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReconciliationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReconciliationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LandedAccountsResponse200Headers the declared response headers of an HTTP 200 response for LandedAccounts
+type LandedAccountsResponse200Headers struct {
+	XRequestID string
+}
+
+// LandedAccountsResponse400Headers the declared response headers of an HTTP 400 response for LandedAccounts
+type LandedAccountsResponse400Headers struct {
+	XRequestID string
+}
+
+// LandedAccountsResponse401Headers the declared response headers of an HTTP 401 response for LandedAccounts
+type LandedAccountsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// LandedAccountsResponse404Headers the declared response headers of an HTTP 404 response for LandedAccounts
+type LandedAccountsResponse404Headers struct {
+	XRequestID string
+}
+
+// LandedAccountsResponse405Headers the declared response headers of an HTTP 405 response for LandedAccounts
+type LandedAccountsResponse405Headers struct {
+	XRequestID string
+}
+
+// LandedAccountsResponse500Headers the declared response headers of an HTTP 500 response for LandedAccounts
+type LandedAccountsResponse500Headers struct {
+	XRequestID string
+}
+
+// LandedAccountsResponse503Headers the declared response headers of an HTTP 503 response for LandedAccounts
+type LandedAccountsResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type LandedAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *LandedAccountsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LandedAccountsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LandedAccountsResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LandedAccountsResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *LandedAccountsResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *LandedAccountsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LandedAccountsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r LandedAccountsResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r LandedAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r LandedAccountsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r LandedAccountsResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r LandedAccountsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r LandedAccountsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LandedAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LandedAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LandedAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LandedAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateTransactionsResponse201Headers the declared response headers of an HTTP 201 response for CreateTransactions
 type CreateTransactionsResponse201Headers struct {
 	IdempotentReplayed *string
@@ -16571,6 +17306,7 @@ func (c *ClientWithResponses) RerunJobLinesWithBodyWithResponse(ctx context.Cont
 // GetJobResultsWithResponse A job's per-line results
 //
 // One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+// In NDJSON each line also has `landed_digest` (see the `LandedDigest` schema): a created account's, null for any other line.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16761,6 +17497,36 @@ func (c *ClientWithResponses) GetProductWithResponse(ctx context.Context, code s
 		return nil, err
 	}
 	return ParseGetProductResponse(rsp)
+}
+
+// ReconciliationWithResponse Compare what landed with what was staged
+//
+// Counts and sums computed from the platform's own tables (accounts, customers, supply addresses, meter points, meters, registers, readings, agreements, transactions by type, balances, statements, payment schedules and instructions) beside the same figures of the staged payloads the accounts were created from, and every figure that differs, account by account. Data added after creation (notes, transactions, statements) shows as a difference. Read in pages of accounts: constant memory for any size.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/reconciliation/ (the `Reconciliation` operationId).
+func (c *ClientWithResponses) ReconciliationWithResponse(ctx context.Context, params *ReconciliationParams, reqEditors ...RequestEditorFn) (*ReconciliationResponse, error) {
+	rsp, err := c.Reconciliation(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReconciliationResponse(rsp)
+}
+
+// LandedAccountsWithResponse Stream every landed account with its digest and figures
+//
+// Every account of the supplier (or of the job, or created since), as NDJSON: its `landed_digest` and its figures as read back from the platform's tables. `migrator reconcile` compares a source export with it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/data-import/reconciliation/accounts/ (the `LandedAccounts` operationId).
+func (c *ClientWithResponses) LandedAccountsWithResponse(ctx context.Context, params *LandedAccountsParams, reqEditors ...RequestEditorFn) (*LandedAccountsResponse, error) {
+	rsp, err := c.LandedAccounts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLandedAccountsResponse(rsp)
 }
 
 // CreateTransactionsWithBodyWithResponse Add financial transactions to an imported account
@@ -22226,6 +22992,325 @@ func ParseGetProductResponse(rsp *http.Response) (*GetProductResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetProductResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReconciliationResponse parses an HTTP response from a ReconciliationWithResponse call
+func ParseReconciliationResponse(rsp *http.Response) (*ReconciliationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReconciliationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reconciliation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReconciliationResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReconciliationResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReconciliationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReconciliationResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers ReconciliationResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReconciliationResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReconciliationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLandedAccountsResponse parses an HTTP response from a LandedAccountsWithResponse call
+func ParseLandedAccountsResponse(rsp *http.Response) (*LandedAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LandedAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers LandedAccountsResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers LandedAccountsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LandedAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers LandedAccountsResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers LandedAccountsResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers LandedAccountsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers LandedAccountsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

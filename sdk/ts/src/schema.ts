@@ -703,6 +703,7 @@ export interface paths {
         /**
          * A job's per-line results
          * @description One line per line of the body, in order, streamed: `line`, `external_account_number`, `outcome` (`invalid`, `duplicate_line`, `staged`, `created`, `already_imported`, `failed`, `cancelled`, or `pending`/`in_progress` while processing), `platform_account_number`, `code`, `detail`, `errors` (each with `attr`) and `history`: the line's earlier outcomes, oldest first, each `{outcome, errors, code, detail, at}`, when corrected accounts were sent for it (POST `/jobs/<id>/lines/`; empty otherwise). `format=csv` gives the same as CSV that opens cleanly in a spreadsheet (UTF-8 with BOM, CRLF; columns `line`, `external_account_number`, `outcome`, `platform_account_number`, then `error_code` and `error_attr`, the FIRST FIELD ERROR's code and attr (e.g. `invalid_mpan`; the line's own code when it has no field errors), `error_detail` (its detail), `errors` (all of them), `envelope_code` (the line's `code`), `history` (each earlier outcome as `<at> <outcome>: <errors>`, joined by ` || `), the errors in one cell as `attr: code: detail; …`, cells that would start a formula prefixed with `'`).
+         *     In NDJSON each line also has `landed_digest` (see the `LandedDigest` schema): a created account's, null for any other line.
          */
         get: operations["getJobResults"];
         put?: never;
@@ -926,6 +927,46 @@ export interface paths {
          *     `Idempotency-Key` is honoured as for an upload: a retry with the same body gets the same answer (202, `Idempotent-Replayed: true`), with another body 422 `idempotency_key_reused`; while the first request is running, 409. Only an accepted re-run is kept for replay; a refusal changed nothing and a retry runs again.
          */
         post: operations["rerunJobLines"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/reconciliation/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare what landed with what was staged
+         * @description Counts and sums computed from the platform's own tables (accounts, customers, supply addresses, meter points, meters, registers, readings, agreements, transactions by type, balances, statements, payment schedules and instructions) beside the same figures of the staged payloads the accounts were created from, and every figure that differs, account by account. Data added after creation (notes, transactions, statements) shows as a difference. Read in pages of accounts: constant memory for any size.
+         */
+        get: operations["reconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/data-import/reconciliation/accounts/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream every landed account with its digest and figures
+         * @description Every account of the supplier (or of the job, or created since), as NDJSON: its `landed_digest` and its figures as read back from the platform's tables. `migrator reconcile` compares a source export with it.
+         */
+        get: operations["landedAccounts"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1444,6 +1485,7 @@ export interface components {
             /** @description When the account was first staged. */
             created_at: components["schemas"]["DateTime"];
             modified_at: components["schemas"]["DateTime"];
+            landed_digest: components["schemas"]["LandedDigest"];
         };
         ImportRecord: {
             external_account_number: string;
@@ -1510,6 +1552,7 @@ export interface components {
             schedule_window_end: components["schemas"]["DateTime"] | null;
             latest_event: components["schemas"]["V2Event"] | null;
             latest_error: components["schemas"]["V2LatestError"] | null;
+            landed_digest: components["schemas"]["LandedDigest"];
         };
         /**
          * @description A published event type. Account events: `complete`: the account was created; `error`: an attempt failed; `cancelled`: a scheduled attempt was cancelled; `dry_run_complete` / `dry_run_error`: how a dry run ended; `post_import.completed` / `post_import.error`: post-import data was taken or refused. Job events (only the organisation that owns the job): `job.completed` / `job.failed` / `job.cancelled`: a bulk job ended. Supplier events: `supplier.paused`: the supplier's error-rate brake paused it.
@@ -1733,6 +1776,13 @@ export interface components {
             held: "supplier_paused" | null;
             status_url: string;
             results_url: string;
+            /** @description The declared control totals (empty when none was declared). */
+            control: components["schemas"]["ControlTotal"][];
+            /**
+             * @description `mismatch` when any control total does not match, `none` when the upload declared none.
+             * @enum {string}
+             */
+            reconciliation: "match" | "mismatch" | "none";
         };
         JobAccepted: {
             id: number;
@@ -1914,6 +1964,56 @@ export interface components {
             status_url: string;
             results_url: string;
             rerun: components["schemas"]["JobRerunSummary"];
+        };
+        /**
+         * @description What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
+         * @example sha256:82b65a3e599b174aeffdfc935225f1f827e368d5e521fc663a11e1244aef8dcc
+         */
+        LandedDigest: string | null;
+        /** @description A figure as a decimal string: a count (`"12"`) or a sum of money (`"1043.50"`). */
+        Figure: string;
+        /** @description One control total the upload declared (query parameter `expected_<name>`), beside what the job received (its valid lines, each account once) and created. `result` compares the declared figure with the received one and, once the job is finished and if it creates accounts, with the created one: a line that was invalid, failed or not created makes a mismatch. */
+        ControlTotal: {
+            /**
+             * @description `accounts`: accounts; `transfer_balance_total`: the sum of their `transfer_balance`; `opening_transactions_total`: the sum of the `amount` of their `current_statement_transactions` (as sent, unsigned); `meter_points`: their meter points.
+             * @enum {string}
+             */
+            name: "accounts" | "transfer_balance_total" | "opening_transactions_total" | "meter_points";
+            declared: components["schemas"]["Figure"];
+            received: components["schemas"]["Figure"];
+            /** @description null for a job that creates nothing (`create=false`, or a dry run); until the job is finished, what was created so far. */
+            created: components["schemas"]["Figure"] | null;
+            /** @enum {string} */
+            result: "match" | "mismatch";
+        };
+        /** @description Counts and sums by field: `accounts`, `customers`, `supply_addresses`, `meter_points`, `meters`, `registers`, `readings`, `agreements`, `statements`, `payment_schedules`, `payment_instructions`, `transfer_balance`, `balance`, and per transaction type `transactions.<TYPE>.count` and `transactions.<TYPE>.amount`. */
+        Figures: {
+            [key: string]: components["schemas"]["Figure"];
+        };
+        /** @description One figure of one account that differs. `field` `account` with `missing`/`present` names an account with no staged payload. */
+        ReconciliationDifference: {
+            external_account_number: string;
+            field: string;
+            landed: string;
+            staged: string;
+        };
+        /** @description What landed in the platform's tables beside what was staged for the same accounts (the payload each was created from). */
+        Reconciliation: {
+            landed: components["schemas"]["Figures"];
+            staged: components["schemas"]["Figures"];
+            /** @description Every differing figure, account by account (in the order accounts were created), at most 1,000. */
+            differences: components["schemas"]["ReconciliationDifference"][];
+            /** @description Accounts with at least one difference. */
+            differing_accounts: number;
+            /** @description Differences past the first 1,000, not listed. */
+            more_differences: number;
+        };
+        /** @description One account as it landed (a line of the NDJSON stream). */
+        LandedAccount: {
+            external_account_number: string;
+            platform_account_number: components["schemas"]["PlatformAccountNumber"];
+            landed_digest: string;
+            figures: components["schemas"]["Figures"];
         };
     };
     responses: {
@@ -4114,6 +4214,37 @@ export interface operations {
                      *         "held": null,
                      *         "status_url": "/v1/data-import/jobs/42/",
                      *         "results_url": "/v1/data-import/jobs/42/results/"
+                     *       },
+                     *       {
+                     *         "id": 42,
+                     *         "state": "PROCESSING",
+                     *         "import_supplier": "DEMO_ENERGY",
+                     *         "create": true,
+                     *         "dry_run": false,
+                     *         "schedule_window_start": null,
+                     *         "schedule_window_end": null,
+                     *         "counters": {
+                     *           "received": 5000,
+                     *           "pending": 1200,
+                     *           "invalid": 50,
+                     *           "duplicate_line": 20,
+                     *           "staged": 300,
+                     *           "in_progress": 200,
+                     *           "created": 3200,
+                     *           "already_imported": 30,
+                     *           "failed": 0,
+                     *           "cancelled": 0
+                     *         },
+                     *         "accounts_per_second": 610.5,
+                     *         "eta_seconds": 3,
+                     *         "body_bytes": 115565,
+                     *         "created_at": "2025-06-01T09:30:00Z",
+                     *         "received_at": "2025-06-01T09:30:02Z",
+                     *         "finished_at": null,
+                     *         "control": [],
+                     *         "reconciliation": "none",
+                     *         "status_url": "/v1/data-import/jobs/42/",
+                     *         "results_url": "/v1/data-import/jobs/42/results/"
                      *       }
                      *     ]
                      */
@@ -4160,6 +4291,14 @@ export interface operations {
                 schedule_window_start?: components["schemas"]["DateTime"];
                 /** @description As in v2: after the start (or now), at most 4 days ahead; lines not started by then end `failed` with `schedule_window_expired`. */
                 schedule_window_end?: components["schemas"]["DateTime"];
+                /** @description Control total: how many accounts the source holds (CONTRACT §14); the job view says whether it matches. The body may instead end with a control line `{"control": {"expected_accounts": 3, …}}` (any of the four `expected_*` names, strings or numbers): its totals replace these parameters', and it is no line of the results (an invalid one is an `invalid` line). */
+                expected_accounts?: string;
+                /** @description Control total: the sum of the accounts' `transfer_balance`, a decimal with at most 2 places. */
+                expected_transfer_balance_total?: string;
+                /** @description Control total: the sum of the `amount` of the accounts' `current_statement_transactions`, a decimal with at most 2 places. */
+                expected_opening_transactions_total?: string;
+                /** @description Control total: how many meter points the accounts have. */
+                expected_meter_points?: string;
             };
             header?: {
                 /**
@@ -4334,7 +4473,9 @@ export interface operations {
                      *       "finished_at": null,
                      *       "held": null,
                      *       "status_url": "/v1/data-import/jobs/42/",
-                     *       "results_url": "/v1/data-import/jobs/42/results/"
+                     *       "results_url": "/v1/data-import/jobs/42/results/",
+                     *       "control": [],
+                     *       "reconciliation": "none"
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -4466,7 +4607,9 @@ export interface operations {
                      *       "finished_at": null,
                      *       "held": null,
                      *       "status_url": "/v1/data-import/jobs/42/",
-                     *       "results_url": "/v1/data-import/jobs/42/results/"
+                     *       "results_url": "/v1/data-import/jobs/42/results/",
+                     *       "control": [],
+                     *       "reconciliation": "none"
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -5462,6 +5605,185 @@ export interface operations {
                     };
                 };
             };
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reconciliation: {
+        parameters: {
+            query: {
+                /** @description The supplier whose accounts to reconcile. One the caller's organisation is not granted is answered like an unknown one: 404. */
+                import_supplier: components["schemas"]["SupplierCode"];
+                /**
+                 * @description Only the accounts this bulk job created (a job of another organisation or supplier: 404).
+                 * @example 42
+                 */
+                job?: string;
+                /**
+                 * @description Only the accounts created at or after this time (not with `job`).
+                 * @example 2026-01-31T09:00:00Z
+                 */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reconciliation. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "landed": {
+                     *         "accounts": "2",
+                     *         "customers": "4",
+                     *         "supply_addresses": "2",
+                     *         "meter_points": "4",
+                     *         "meters": "0",
+                     *         "registers": "0",
+                     *         "readings": "0",
+                     *         "agreements": "8",
+                     *         "statements": "2",
+                     *         "payment_schedules": "0",
+                     *         "payment_instructions": "0",
+                     *         "transfer_balance": "-85.00",
+                     *         "balance": "230.42",
+                     *         "transactions.CHARGE.count": "2",
+                     *         "transactions.CHARGE.amount": "25.00"
+                     *       },
+                     *       "staged": {
+                     *         "accounts": "2",
+                     *         "customers": "4",
+                     *         "supply_addresses": "2",
+                     *         "meter_points": "4",
+                     *         "meters": "0",
+                     *         "registers": "0",
+                     *         "readings": "0",
+                     *         "agreements": "8",
+                     *         "statements": "2",
+                     *         "payment_schedules": "0",
+                     *         "payment_instructions": "0",
+                     *         "transfer_balance": "-85.00",
+                     *         "balance": "230.42",
+                     *         "transactions.CHARGE.count": "2",
+                     *         "transactions.CHARGE.amount": "24.99"
+                     *       },
+                     *       "differences": [
+                     *         {
+                     *           "external_account_number": "EXT-0002",
+                     *           "field": "transactions.CHARGE.amount",
+                     *           "landed": "12.50",
+                     *           "staged": "12.49"
+                     *         }
+                     *       ],
+                     *       "differing_accounts": 1,
+                     *       "more_differences": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Reconciliation"];
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each parameter; an unknown parameter is `unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid query parameters.",
+                     *       "code": "invalid_payload",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "since must be a date-time such as 2026-01-31T09:00:00Z.",
+                     *           "code": "invalid_datetime",
+                     *           "attr": "since"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @constant */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    landedAccounts: {
+        parameters: {
+            query: {
+                /** @description The supplier whose accounts to reconcile. One the caller's organisation is not granted is answered like an unknown one: 404. */
+                import_supplier: components["schemas"]["SupplierCode"];
+                /**
+                 * @description Only the accounts this bulk job created (a job of another organisation or supplier: 404).
+                 * @example 42
+                 */
+                job?: string;
+                /**
+                 * @description Only the accounts created at or after this time (not with `job`).
+                 * @example 2026-01-31T09:00:00Z
+                 */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts, one JSON object per line. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"external_account_number":"EXT-0001","platform_account_number":"A-1F2E3D4C","landed_digest":"sha256:82b65a3e599b174aeffdfc935225f1f827e368d5e521fc663a11e1244aef8dcc","figures":{"meter_points":"2","transfer_balance":"-42.50"}} */
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each parameter; an unknown parameter is `unknown_field`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "Invalid query parameters.",
+                     *       "code": "invalid_payload",
+                     *       "errors": [
+                     *         {
+                     *           "detail": "since must be a date-time such as 2026-01-31T09:00:00Z.",
+                     *           "code": "invalid_datetime",
+                     *           "attr": "since"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @constant */
+                        code?: "invalid_payload";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["ServiceUnavailable"];
         };
