@@ -3690,7 +3690,7 @@ type ClientInterface interface {
 
 	// AccountTransferStatus Import status of one account
 	//
-	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Corresponds with GET /v1/data-import/account-transfer-status/{import_supplier}/{external_account_number}/ (the `AccountTransferStatus` operationId).
 	AccountTransferStatus(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4125,7 +4125,7 @@ type ClientInterface interface {
 
 	// AccountStatusV2 Status of one account (v2)
 	//
-	// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/ (the `AccountStatusV2` operationId).
 	AccountStatusV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4339,7 +4339,7 @@ func (c *Client) CreateAccount(ctx context.Context, params *CreateAccountParams,
 
 // AccountTransferStatus Import status of one account
 //
-// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Corresponds with GET /v1/data-import/account-transfer-status/{import_supplier}/{external_account_number}/ (the `AccountTransferStatus` operationId).
 func (c *Client) AccountTransferStatus(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5234,7 +5234,7 @@ func (c *Client) ValidateAccountV2(ctx context.Context, params *ValidateAccountV
 
 // AccountStatusV2 Status of one account (v2)
 //
-// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/ (the `AccountStatusV2` operationId).
 func (c *Client) AccountStatusV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7947,7 +7947,7 @@ type ClientWithResponsesInterface interface {
 
 	// AccountTransferStatusWithResponse Import status of one account
 	//
-	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8422,7 +8422,7 @@ type ClientWithResponsesInterface interface {
 
 	// AccountStatusV2WithResponse Status of one account (v2)
 	//
-	// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15793,7 +15793,7 @@ func (c *ClientWithResponses) CreateAccountWithResponse(ctx context.Context, par
 
 // AccountTransferStatusWithResponse Import status of one account
 //
-// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16544,7 +16544,7 @@ func (c *ClientWithResponses) ValidateAccountV2WithResponse(ctx context.Context,
 
 // AccountStatusV2WithResponse Status of one account (v2)
 //
-// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
