@@ -23,17 +23,18 @@ type statusBody struct {
 }
 
 // accountStatus serves GET /account-transfer-status/<supplier>/<external>/.
-// An unknown supplier, one the caller may not act for and an unknown account
+// An account of an accepted bulk job answers UNKNOWN from the 202 on; an
+// unknown supplier, one the caller may not act for and an unknown account
 // all answer the same 404.
 func (s *Server) accountStatus(c *gin.Context) {
-	p, err := s.deps.Store.ProcessForOrganisation(c.Request.Context(), principal(c).OrganisationID, c.Param("supplier"), c.Param("external"))
+	p, line, err := s.accountOrLine(c)
 	if err != nil {
-		abortWithError(c, asNotFound(err))
+		abortWithError(c, err)
 		return
 	}
-	if p.StagedVersion == 0 && !p.Imported() {
-		// Only marked skipped by an operator: nothing a partner staged.
-		abortWithError(c, asNotFound(dataimport.ErrSupplierNotFound("")))
+	if line != nil { // accepted in a bulk job, not staged yet
+		at := dataimport.NewDateTime(line.ReceivedAt)
+		c.JSON(http.StatusOK, statusBody{Status: dataimport.StatusUnknown, ExternalAccountNumber: c.Param("external"), CreatedAt: at, ModifiedAt: at})
 		return
 	}
 	digest, err := s.landedDigest(c.Request.Context(), p.PlatformAccountNumber)

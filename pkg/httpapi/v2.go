@@ -160,18 +160,16 @@ func (s *Server) createV2(c *gin.Context) {
 	c.JSON(http.StatusCreated, gin.H{"status": dataimport.V2Pending, "status_url": url})
 }
 
-// v2Process loads the process named by the path for the caller; 404 for an
-// unknown pair or a supplier the caller may not see.
-func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, bool) {
-	p, err := s.deps.Store.ProcessForOrganisation(c.Request.Context(), principal(c).OrganisationID, c.Param("supplier"), c.Param("external"))
-	if err == nil && p.StagedVersion == 0 && !p.Imported() {
-		err = dataimport.ErrSupplierNotFound("") // only marked skipped: nothing a partner staged
-	}
+// v2Process loads the process named by the path for the caller, or the
+// waiting line of an accepted bulk job when none is staged yet (line not
+// nil); 404 for an unknown pair or a supplier the caller may not see.
+func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, *postgres.AcceptedLine, bool) {
+	p, line, err := s.accountOrLine(c)
 	if err != nil {
-		abortWithError(c, asNotFound(err))
-		return p, false
+		abortWithError(c, err)
+		return p, nil, false
 	}
-	return p, true
+	return p, line, true
 }
 
 // v2Status is the v2 status body.
@@ -202,8 +200,14 @@ type v2Error struct {
 
 // statusV2 serves GET /v2/data-import/accounts/<supplier>/<external>/.
 func (s *Server) statusV2(c *gin.Context) {
-	p, ok := s.v2Process(c)
+	p, line, ok := s.v2Process(c)
 	if !ok {
+		return
+	}
+	if line != nil { // accepted in a bulk job: PENDING, nothing scheduled or recorded yet
+		at := dataimport.NewDateTime(line.ReceivedAt)
+		c.JSON(http.StatusOK, v2Status{Status: dataimport.V2Pending, CreatedAt: at, ModifiedAt: at,
+			ScheduleWindowStart: wireTimePtr(line.WindowStart), ScheduleWindowEnd: wireTimePtr(line.WindowEnd)})
 		return
 	}
 	body := v2Status{Status: p.V2Status, Scheduled: p.Scheduled, PlatformAccountNumber: nullIfEmpty(p.PlatformAccountNumber),
@@ -254,8 +258,12 @@ func (s *Server) eventsV2(c *gin.Context) {
 		failValidation(c, dataimport.CodeInvalidPayload, "Invalid query parameters.", ferrs)
 		return
 	}
-	p, ok := s.v2Process(c)
+	p, line, ok := s.v2Process(c)
 	if !ok {
+		return
+	}
+	if line != nil { // not staged yet: its timeline starts with the STAGED event
+		c.JSON(http.StatusOK, []v2Event{})
 		return
 	}
 	evs, err := s.deps.Store.EventsPage(c.Request.Context(), p.ID, after, size+1)
@@ -299,10 +307,19 @@ func eventPageParams(c *gin.Context) (size int, after int64, errs []dataimport.F
 
 // cancelV2 serves POST …/<supplier>/<external>/cancel/: a scheduled attempt
 // that has not started is cancelled (its task becomes a no-op and never
-// takes a slot); cancelling again is 200 too; anything else is 409.
+// takes a slot); cancelling again is 200 too; anything else is 409. An
+// account of a bulk job not staged yet has no attempt to cancel: 409 too,
+// naming the job, whose cancel stops its waiting lines.
 func (s *Server) cancelV2(c *gin.Context) {
-	p, ok := s.v2Process(c)
+	p, line, ok := s.v2Process(c)
 	if !ok {
+		return
+	}
+	if line != nil {
+		renderError(c, &dataimport.Error{Code: dataimport.CodeProcessNotCancellable,
+			Detail: fmt.Sprintf("Account %s is waiting in bulk job %d and is not staged yet: cancel the job (POST %s%d/cancel/) to stop it.",
+				c.Param("external"), line.JobID, jobsPath, line.JobID),
+			Extra: map[string]any{"status": dataimport.V2Pending}})
 		return
 	}
 	now, err := s.deps.Store.Cancel(c.Request.Context(), p)

@@ -4024,7 +4024,7 @@ type ClientInterface interface {
 
 	// AccountTransferStatus Import status of one account
 	//
-	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Corresponds with GET /v1/data-import/account-transfer-status/{import_supplier}/{external_account_number}/ (the `AccountTransferStatus` operationId).
 	AccountTransferStatus(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4485,7 +4485,7 @@ type ClientInterface interface {
 
 	// AccountStatusV2 Status of one account (v2)
 	//
-	// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/ (the `AccountStatusV2` operationId).
 	AccountStatusV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4699,7 +4699,7 @@ func (c *Client) CreateAccount(ctx context.Context, params *CreateAccountParams,
 
 // AccountTransferStatus Import status of one account
 //
-// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Corresponds with GET /v1/data-import/account-transfer-status/{import_supplier}/{external_account_number}/ (the `AccountTransferStatus` operationId).
 func (c *Client) AccountTransferStatus(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5650,7 +5650,7 @@ func (c *Client) ValidateAccountV2(ctx context.Context, params *ValidateAccountV
 
 // AccountStatusV2 Status of one account (v2)
 //
-// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Corresponds with GET /v2/data-import/accounts/{import_supplier}/{external_account_number}/ (the `AccountStatusV2` operationId).
 func (c *Client) AccountStatusV2(ctx context.Context, importSupplier SupplierPath, externalAccountNumber string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8610,7 +8610,7 @@ type ClientWithResponsesInterface interface {
 
 	// AccountTransferStatusWithResponse Import status of one account
 	//
-	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9115,7 +9115,7 @@ type ClientWithResponsesInterface interface {
 
 	// AccountStatusV2WithResponse Status of one account (v2)
 	//
-	// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+	// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17080,7 +17080,7 @@ func (c *ClientWithResponses) CreateAccountWithResponse(ctx context.Context, par
 
 // AccountTransferStatusWithResponse Import status of one account
 //
-// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17879,7 +17879,7 @@ func (c *ClientWithResponses) ValidateAccountV2WithResponse(ctx context.Context,
 
 // AccountStatusV2WithResponse Status of one account (v2)
 //
-// The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+// The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -148,7 +148,7 @@ export interface paths {
         };
         /**
          * Import status of one account
-         * @description Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. Unknown accounts and suppliers the caller may not act for answer the same 404.
+         * @description Where one import process stands (interface 4.3): `UNKNOWN` until a create was asked for, `IN_PROGRESS` while it runs, `COMPLETED` once the account exists. An account of an accepted bulk job answers `UNKNOWN` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
          */
         get: operations["accountTransferStatus"];
         put?: never;
@@ -392,7 +392,7 @@ export interface paths {
         };
         /**
          * Status of one account (v2)
-         * @description The v2 view of one import process: its status, schedule window, latest event and latest error. Unknown accounts and suppliers the caller may not act for answer the same 404.
+         * @description The v2 view of one import process: its status, schedule window, latest event and latest error. An account of an accepted bulk job answers `PENDING` from the job's 202 on, before a worker stages it. Unknown accounts, invalid job lines and suppliers the caller may not act for answer the same 404.
          */
         get: operations["accountStatusV2"];
         put?: never;
@@ -2711,7 +2711,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The account's import process exists (staged, in progress or created). */
+            /** @description The account's import process exists (staged, in progress or created), or it is a valid line of an accepted bulk job not staged yet (`UNKNOWN`, `created_at` = when the job was accepted). */
             200: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
@@ -3741,7 +3741,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            /** @description `import_process_not_cancellable`: already started or finished; `status` names the current status. Or `idempotency_key_in_use`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+            /** @description `import_process_not_cancellable`: already started or finished, or an account of a bulk job not staged yet (cancel the job); `status` names the current status. Or `idempotency_key_in_use`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
             409: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
