@@ -35,14 +35,14 @@ type BulkJobStore interface {
 	ResolveJobLines(ctx context.Context, jobID int64, lines []int64) error
 	FinishJobIfDone(ctx context.Context, jobID int64) (bool, error)
 	SampleJobRate(ctx context.Context, jobID int64) error
-	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+	Caps(ctx context.Context, own queue.Owner) (queue.Caps, error)
 }
 
 // BatchSlots is the cluster-wide semaphore with batch acquisition (a bulk
 // job takes a round's slots in one atomic step).
 type BatchSlots interface {
 	Slots
-	AcquireMany(ctx context.Context, holders []string, limit int) (int, error)
+	AcquireManyFor(ctx context.Context, holders []string, own queue.Owner, caps queue.Caps, fair bool) (int, error)
 }
 
 // BulkJobHandler drains one bulk import job: it stages the job's lines in
@@ -313,14 +313,14 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	capN, on, err := h.Store.ConcurrencyLimit(ctx)
+	own := jobOwner(job)
+	caps, err := h.Store.Caps(ctx, own)
 	if err != nil {
 		return nil, err
 	}
-	if !on {
-		capN = 0
-	}
-	n, err := h.Slots.AcquireMany(ctx, holders(cands, 1), capN)
+	// fair: under a global cap the round takes at most its supplier's fair
+	// share, so other suppliers' per-account creates are not starved.
+	n, err := h.Slots.AcquireManyFor(ctx, holders(cands, 1), own, caps, true)
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +348,11 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	}
 	h.release(ctx, unused, 1)
 	return started, nil
+}
+
+// jobOwner is whose work a job's slots are.
+func jobOwner(job dataimport.Job) queue.Owner {
+	return queue.Owner{Supplier: job.SupplierID, Organisation: job.OrganisationID}
 }
 
 // lines are cands' line numbers.
@@ -384,7 +389,7 @@ func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandid
 // start; otherwise (resumed lines) they are held again first, uncapped.
 func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate, fresh bool, createN, parallel int) error {
 	if !fresh {
-		if _, err := h.Slots.AcquireMany(ctx, holders(cands, 0), 0); err != nil {
+		if _, err := h.Slots.AcquireManyFor(ctx, holders(cands, 0), jobOwner(job), queue.Caps{}, false); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{}), paced: make(chan struct{})}
-	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithRecount(db.InProgressSlotHolders)
+	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders)
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
 	w.registerGauges(ctx, slots)
