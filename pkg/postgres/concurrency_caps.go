@@ -79,15 +79,15 @@ var ErrCapSubjectNotFound = errors.New("no such supplier or organisation")
 
 // SetConcurrencyCap sets the cap (n > 0) of the supplier (by code) or the
 // organisation (by name) or, with n <= 0, removes it; audited as limit.set
-// with the target "supplier:<code>" or "organisation:<name>".
+// with the target "supplier:<code>" or "org:<name>" (as their other rows).
 func (db *DB) SetConcurrencyCap(ctx context.Context, scope CapScope, name string, n int) error {
 	defer db.control.invalidate()
-	var lookup, col string
+	var lookup, col, target string
 	switch scope {
 	case CapSupplier:
-		lookup, col = `SELECT id FROM import_suppliers WHERE code = ?`, "supplier_id"
+		lookup, col, target = `SELECT id FROM import_suppliers WHERE code = ?`, "supplier_id", "supplier:"+name
 	case CapOrganisation:
-		lookup, col = `SELECT id FROM organisations WHERE name = ?`, "organisation_id"
+		lookup, col, target = `SELECT id FROM organisations WHERE name = ?`, "organisation_id", "org:"+name
 	default:
 		return fmt.Errorf("set concurrency cap: unknown scope %q", scope)
 	}
@@ -114,7 +114,7 @@ func (db *DB) SetConcurrencyCap(ctx context.Context, scope CapScope, name string
 			err = tx.Exec(`INSERT INTO concurrency_caps (`+col+`, cap) VALUES (?, ?)
 				ON CONFLICT (`+col+`) WHERE `+col+` IS NOT NULL DO UPDATE SET cap = EXCLUDED.cap, updated_at = now()`, ids[0], n).Error
 		}
-		return string(scope) + ":" + name, before, limitAudit(n), err
+		return target, before, limitAudit(n), err
 	})
 	if err != nil {
 		return fmt.Errorf("set %s concurrency cap: %w", scope, err)
