@@ -179,6 +179,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /overview/live", c.overviewLive)
 	mux.HandleFunc("GET /overview/chart.json", c.chartData)
 	mux.HandleFunc("POST /limit", c.setLimit)
+	mux.HandleFunc("POST /limit/caps", c.setCap)
 	mux.HandleFunc("GET /suppliers/{code}", c.supplierPage)
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
 	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
