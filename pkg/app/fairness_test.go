@@ -1,0 +1,122 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridshift/dataimport/pkg/app"
+	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
+)
+
+// TestConcurrencyLimitFairShares: supplier A's bulk job runs under the
+// cluster-wide cap 4 while supplier B (another organisation, capped at 2
+// of its own) creates accounts one by one, retrying 429s as partners do.
+// B's creates are all served while A's job is still running (a bulk round
+// takes at most its fair share once B is waiting, so B is never starved),
+// with a bounded latency; sampled throughout, the semaphore never holds
+// more than 4 slots nor more than 2 of B's.
+func TestConcurrencyLimitFairShares(t *testing.T) {
+	p := newPipeline(t)
+	ctx := context.Background()
+	supB := p.Supplier("B_ENERGY")
+	tenB := p.Tenant("B Partner", "B_ENERGY")
+	supA, err := p.DB.SupplierByCode(ctx, "DEMO_ENERGY")
+	must(t, err)
+	const nB, capB, global = 16, 2, 4
+	bIDs := make([]string, nB)
+	for i := range bIDs {
+		bIDs[i] = fmt.Sprintf("B-%04d", i)
+		body := strings.Replace(p.account(bIDs[i]), `"import_supplier": "DEMO_ENERGY"`, `"import_supplier": "B_ENERGY"`, 1)
+		if r := p.As(tenB.Token, http.MethodPost, stagePath, body); r.Status != http.StatusCreated {
+			t.Fatalf("stage %s: %d %s", bIDs[i], r.Status, r.Body)
+		}
+	}
+	must(t, p.DB.SetConcurrencyLimit(ctx, global))
+	must(t, p.DB.SetConcurrencyCap(ctx, postgres.CapSupplier, "B_ENERGY", capB))
+
+	// Sample the semaphore itself: the global and B's counts never pass their caps.
+	slots := queue.NewSemaphore(p.API.Redis, app.SlotsKey, time.Minute)
+	stop := make(chan struct{})
+	var maxAll, maxB, maxA, samples atomic.Int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			n, err1 := slots.InUse(ctx)
+			c, err2 := slots.Counts(ctx)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			samples.Add(1)
+			for v, m := range map[int64]*atomic.Int64{int64(n): &maxAll, int64(c.Suppliers[supB.ID]): &maxB, int64(c.Suppliers[supA.ID]): &maxA} {
+				if v > m.Load() {
+					m.Store(v)
+				}
+			}
+		}
+	}()
+
+	p.StartWorker(func(c *testutilConfig) { c.WorkerConcurrency = 4 })
+	const nA = 400
+	jobID := acceptedJob(t, p.postJob(p.token, jobQuery, strings.NewReader(p.jobBody(0, nA)), true))
+	p.waitCounter(p.token, jobID, "created", 20, time.Minute) // A's job is in full flow
+
+	// B's partner: 4 clients, each create answered synchronously, a 429
+	// retried after a short pause (Retry-After, scaled down for the test).
+	lat := make([]time.Duration, nB)
+	var wg sync.WaitGroup
+	next := atomic.Int32{}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < nB; i = int(next.Add(1)) - 1 {
+				start := time.Now()
+				for {
+					r := p.As(tenB.Token, http.MethodPost, createPath, map[string]any{"external_account_number": bIDs[i],
+						"import_supplier_code": "B_ENERGY", "operations_team_name": "Migrations"})
+					if r.Status == http.StatusCreated {
+						break
+					}
+					if r.Status != http.StatusTooManyRequests || time.Since(start) > 30*time.Second {
+						t.Errorf("B create %s: %d %s after %s", bIDs[i], r.Status, r.Body, time.Since(start))
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				lat[i] = time.Since(start)
+			}
+		}()
+	}
+	wg.Wait()
+	bDone := p.job(p.token, jobID)
+	v := p.waitJob(p.token, jobID, 3*time.Minute)
+	close(stop)
+	<-sampled
+	checkCounters(t, v, map[string]int64{"received": nA, "created": nA})
+	if bDone.State == "COMPLETED" {
+		t.Errorf("A's job finished before B's %d creates were served: B waited for it (starved)", nB)
+	}
+	slices.Sort(lat)
+	t.Logf("B create latency while A's job runs: p50 %s, max %s; A's job at %d created when B was done; slots sampled %d times, max %d (A %d, B %d)",
+		lat[nB/2], lat[nB-1], bDone.Counters["created"], samples.Load(), maxAll.Load(), maxA.Load(), maxB.Load())
+	if lat[nB-1] > 20*time.Second {
+		t.Errorf("B's slowest create took %s", lat[nB-1])
+	}
+	if samples.Load() < 50 || maxAll.Load() > global || maxB.Load() > capB || maxB.Load() == 0 {
+		t.Fatalf("semaphore sampled %d times: max %d slots (cap %d), max %d of B's (cap %d)", samples.Load(), maxAll.Load(), global, maxB.Load(), capB)
+	}
+}
