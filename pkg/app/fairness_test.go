@@ -108,3 +108,46 @@ func TestConcurrencyLimitFairShares(t *testing.T) {
 		t.Fatalf("semaphore sampled %d times: max %d slots (cap %d), max %d of B's (cap %d)", samples.Load(), maxAll.Load(), global, maxB.Load(), capB)
 	}
 }
+
+// TestConcurrencyLimitPerOrganisation: an organisation's cap refuses its
+// next create with the same 429 while another organisation's creates for
+// the same supplier still get slots; each attempt records its
+// organisation, so the recount after a Redis loss names the right owners.
+func TestConcurrencyLimitPerOrganisation(t *testing.T) {
+	p := newPipeline(t) // no worker: accepted accounts stay in progress
+	ctx := context.Background()
+	other := p.Tenant("Other Partner", "DEMO_ENERGY")
+	must(t, p.DB.SetConcurrencyCap(ctx, postgres.CapOrganisation, "Demo Partner", 2))
+	ids := p.stageMany(0, 4)
+	for i, id := range ids {
+		token, want := p.token, http.StatusAccepted
+		switch {
+		case i == 2:
+			want = http.StatusTooManyRequests // Demo Partner's third
+		case i == 3:
+			token = other.Token // another organisation: its own count
+		}
+		r := p.As(token, http.MethodPost, createPath, map[string]any{"external_account_number": id, "import_supplier_code": "DEMO_ENERGY",
+			"operations_team_name": "Migrations"}, "Prefer", "respond-async")
+		if r.Status != want || (want == http.StatusTooManyRequests && r.JSON()["code"] != "concurrency_limit_exceeded") {
+			t.Fatalf("create %s: %d %s, want %d", id, r.Status, r.Body, want)
+		}
+	}
+	var orgs []int64
+	must(t, p.DB.Gorm().Raw(`SELECT id FROM organisations WHERE name IN ('Demo Partner', 'Other Partner') ORDER BY name`).Scan(&orgs).Error)
+	held, err := p.DB.InProgressSlotHolders(ctx)
+	must(t, err)
+	byOrg := map[int64]int{}
+	for _, h := range held {
+		byOrg[h.Owner.Organisation]++
+	}
+	if len(held) != 3 || byOrg[orgs[0]] != 2 || byOrg[orgs[1]] != 1 {
+		t.Fatalf("in progress by organisation %v (ids %v), held %+v", byOrg, orgs, held)
+	}
+	slots := queue.NewSemaphore(p.API.Redis, app.SlotsKey, time.Minute)
+	c, err := slots.Counts(ctx)
+	must(t, err)
+	if c.Organisations[orgs[0]] != 2 || c.Organisations[orgs[1]] != 1 {
+		t.Fatalf("semaphore counts by organisation: %v", c.Organisations)
+	}
+}
