@@ -33,6 +33,16 @@ type Slots interface {
 	Release(ctx context.Context, holder string) error
 }
 
+// SlotTracker may be implemented by Slots to learn which slots this
+// process's tasks hold while they run: a replica's busy count (pkg/app).
+// Holding marks the task's slot as this process's from the moment the
+// attempt goes ahead (a v1 attempt's slot was taken by the API); Done ends
+// that when the task returns, however it ends.
+type SlotTracker interface {
+	Holding(holder string)
+	Done(holder string)
+}
+
 // Publisher wakes API requests waiting on a process.
 type Publisher interface {
 	Publish(ctx context.Context, processID int64) error
@@ -72,6 +82,9 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 		return err
 	}
 	start := time.Now()
+	if t, ok := h.Slots.(SlotTracker); ok {
+		defer t.Done(p.SlotHolder())
+	}
 	stopRenewing := h.keepSlot(ctx, p.SlotHolder(), p.Owner())
 	outcome, supplier, err := h.run(ctx, p)
 	// Stop renewing before releasing, or a late renewal could take the slot back.
@@ -115,6 +128,9 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		case outcome != "" || err != nil:
 			return outcome, supplier, err
 		}
+	}
+	if t, ok := h.Slots.(SlotTracker); ok {
+		t.Holding(p.SlotHolder()) // started: the slot is this attempt's
 	}
 	// The staged payload is validated again: rules, the supplier's phone
 	// region, market or catalogue may have changed since it was staged.

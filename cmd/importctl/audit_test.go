@@ -20,6 +20,7 @@ import (
 // records.) Every other leaf command must be in auditedCommands below.
 var readOnlyCommands = []string{
 	"audit", "migrate", "supplier list", "limit show", "email unknown", "webhook list", "webhook log", "failures",
+	"job list", "job show",
 }
 
 // TestEveryStateChangingCommandIsAudited walks importctl's whole command
@@ -78,6 +79,22 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 		{[]string{"webhook", "replay", "1", "--since", "2026-01-01T00:00:00Z"}, postgres.AuditWebhookReplay, "webhook:1", `"since": "2026-01-01T00:00:00Z"`},
 		{[]string{"supplier", "update", "ACME", "--market", "GB"}, postgres.AuditSupplierUpdate, "supplier:ACME", `"market": "GB"`},
 		{[]string{"products", "load", productsFile}, postgres.AuditProductsUpsert, "products", `"created": ["`},
+		{[]string{"account", "unskip", "ACME", "EXT-9"}, postgres.AuditAccountUnskip, "account:ACME/EXT-9", `"skipped": false`},
+		{[]string{"account", "retry", "ACME", "EXT-R"}, postgres.AuditAccountRetry, "account:ACME/EXT-R", `"retried": 1`},
+		{[]string{"job", "cancel", "1"}, postgres.AuditJobCancel, "job:1", `"state": "CANCELLED"`},
+		{[]string{"job", "retry", "2", "--code", "product_not_found"}, postgres.AuditJobRetry, "job:2", `"retried": 0`},
+	}
+	// What the account and job commands act on, made once ACME and Partner
+	// exist (plain SQL: no audit rows of its own): an account whose last
+	// creation attempt failed, a job still processing and a finished one.
+	setup := map[string]string{
+		"account retry": `WITH p AS (
+			INSERT INTO import_processes (supplier_id, external_account_number, staged_version, attempt, v2_status, latest_error)
+			SELECT id, 'EXT-R', 1, 1, 'ERRORED', '{"code": "product_not_found", "detail": "x"}' FROM import_suppliers WHERE code = 'ACME' RETURNING id)
+			INSERT INTO import_process_versions (process_id, version, payload) SELECT id, 1, '{}' FROM p`,
+		"job cancel": `INSERT INTO import_jobs (organisation_id, supplier_id, state)
+			SELECT o.id, s.id, st FROM organisations o, import_suppliers s, unnest(ARRAY['PROCESSING', 'COMPLETED']) WITH ORDINALITY AS x(st, n)
+			 WHERE o.name = 'Partner' AND s.code = 'ACME' ORDER BY x.n`,
 	}
 
 	covered := map[string]bool{}
@@ -87,6 +104,11 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 		args := slices.Clone(r.args)
 		if path == "apikey revoke" {
 			args[2] = prefix
+		}
+		if q, ok := setup[path]; ok {
+			if err := d.DB.Gorm().Exec(q).Error; err != nil {
+				t.Fatalf("setup for %s: %v", path, err)
+			}
 		}
 		actor := fmt.Sprintf("walker-%d", i)
 		out := mustCtl(t, append(args, "--actor", actor, "--json")...)
@@ -136,6 +158,7 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 	var before int64
 	d.DB.Gorm().Raw(`SELECT count(*) FROM audit_log`).Scan(&before)
 	for _, bad := range [][]string{{"supplier", "set-status", "NOPE", "Paused"}, {"account", "skip", "NOPE", "X"}, {"apikey", "revoke", "dik_nope"},
+		{"account", "unskip", "ACME", "EXT-9"}, {"account", "retry", "ACME", "EXT-R"}, {"job", "cancel", "1"}, {"job", "retry", "1"}, {"job", "retry", "99"},
 		{"limit", "set", "--supplier", "NOPE", "3"}, {"limit", "set", "--org", "Nobody", "3"}, {"limit", "set", "--supplier", "ACME", "--org", "Partner", "3"}} {
 		if _, err := importctl(t, bad...); err == nil {
 			t.Errorf("importctl %v succeeded", bad)

@@ -61,7 +61,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.asJSON, "json", false, "machine-readable JSON output")
 	root.PersistentFlags().StringVar(&a.actor, "actor", "", "who is acting, for the audit log (default importctl:<OS user>)")
 	root.AddCommand(a.migrateCmd(), a.supplierCmd(), a.teamCmd(), a.orgCmd(), a.apikeyCmd(), a.limitCmd(), a.accountCmd(), a.statementCmd(), a.emailCmd(),
-		a.operatorCmd(), a.auditCmd(), a.webhookCmd(), a.productsCmd(), a.failuresCmd())
+		a.operatorCmd(), a.auditCmd(), a.webhookCmd(), a.productsCmd(), a.failuresCmd(), a.jobCmd())
 	return root
 }
 

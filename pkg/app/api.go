@@ -37,6 +37,7 @@ type API struct {
 	queue    *queue.Client
 	inspect  *asynq.Inspector
 	stop     context.CancelFunc
+	beating  chan struct{} // closed when the heartbeat has stopped (and the row is deleted)
 }
 
 // NewAPI connects to Postgres and Redis and builds the router.
@@ -56,7 +57,16 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		ready["postgres_replica"] = db.ReadReplica()
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop}
+	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop, beating: make(chan struct{})}
+	vendors := paymentVendors(cfg, log)
+	// Workers read the vendors this replica accepts from its heartbeat: the
+	// first one is written before the API serves anything.
+	rep := newReplica(db, log, "api", cfg, vendors.Names())
+	rep.beat(ctx)
+	go func() {
+		defer close(a.beating)
+		rep.run(bg)
+	}()
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	go notifier.Run(bg)
 	go db.WatchControl(bg, log)                   // keys, suppliers, teams and the limit cached in memory
@@ -96,7 +106,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Ready:    ready,
 		Logger:   log,
 		Registry: a.Registry,
-		Vendors:  paymentVendors(cfg, log),
+		Vendors:  vendors,
 
 		Documents:   docs,
 		Idempotency: db,
@@ -129,6 +139,7 @@ func (a *API) buildConsole(ctx context.Context, cfg config.Config, c conns, rdb 
 		console.Deps{Store: a.DB, Inspector: a.inspect, Throttle: redis.NewFailureThrottle(rdb, "throttle:console-login:", 10),
 			Logger: log.With("component", "console"), Webhooks: console.StoreWebhooks(a.DB),
 			BulkJobs: a.consoleBulkJobs,
+			Replicas: func(ctx context.Context) ([]postgres.ReplicaRow, error) { return a.DB.LiveReplicas(ctx, ReplicaTTL) },
 		})
 	return err
 }
@@ -155,6 +166,7 @@ func (a *API) Drain() { a.DB.StopFeedWaits() }
 // Close releases the connections.
 func (a *API) Close() error {
 	a.stop()
+	<-a.beating
 	var inspect error
 	if a.inspect != nil {
 		inspect = a.inspect.Close()

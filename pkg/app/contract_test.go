@@ -131,6 +131,7 @@ func TestOpenAPIContract(t *testing.T) {
 	get("/v1/data-import/jobs/", http.StatusOK)
 	get(jobURL+"results/?outcome=all", http.StatusOK)
 	get(jobURL+"results/?format=csv", http.StatusOK)
+	post(jobURL+"retry/?code=product_not_found", nil, http.StatusAccepted) // nothing failed: {retried: 0}
 	post(jobURL+"cancel/", nil, http.StatusOK)
 	get("/v1/data-import/jobs/999999/", http.StatusNotFound)
 

@@ -48,6 +48,8 @@ type Worker struct {
 	analyzed   chan struct{} // closed when the statistics keeper has stopped
 	pacer      *jobs.Pacer
 	paced      chan struct{} // closed when the pacer has stopped reading the receiving jobs
+	replica    *replica
+	beating    chan struct{} // closed when the heartbeat has stopped (and the row is deleted)
 }
 
 // NewWorker connects and wires the handlers.
@@ -62,21 +64,26 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
-		dispatched: make(chan struct{}), paced: make(chan struct{})}
+		dispatched: make(chan struct{}), paced: make(chan struct{}), beating: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders)
+	held := newCountingSlots(slots) // the creation handlers' slots: this replica's busy count
+	vendors := paymentVendors(cfg, log)
+	w.replica = newReplica(db, log, "worker", cfg, vendors.Names())
+	w.replica.busy = held.Busy
+	lookup := clusterVendors{own: vendors, replica: w.replica}
 	notifier := queue.NewNotifier(rdb, OutcomeChannelPrefix)
 	metrics := jobs.NewMetrics(w.Registry)
 	w.registerGauges(ctx, slots)
 
-	create := &jobs.CreateAccountHandler{Store: db, Slots: slots, Notify: notifier, Queue: w.queue, Metrics: metrics,
-		Vendors: paymentVendors(cfg, log), Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
+	create := &jobs.CreateAccountHandler{Store: db, Slots: held, Notify: notifier, Queue: w.queue, Metrics: metrics,
+		Vendors: lookup, Log: log, Now: time.Now, RenewEvery: cfg.SlotLease / 4}
 	sender, err := email.NewSender(cfg.SMTPURL, cfg.SMTPFrom)
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("SMTP_URL: %w", err)
 	}
 	w.pacer = &jobs.Pacer{Receiving: db.ReceivingLines, Log: log}
-	bulk := &jobs.BulkJobHandler{Store: db, Slots: slots, Queue: w.queue, Vendors: create.Vendors, Log: log, Now: time.Now, Lease: cfg.JobLease,
+	bulk := &jobs.BulkJobHandler{Store: db, Slots: held, Queue: w.queue, Vendors: lookup, Log: log, Now: time.Now, Lease: cfg.JobLease,
 		Pacer: w.pacer}
 	w.Registry.MustRegister(&jobs.BulkJobCollector{Store: db, Log: log},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dataimport_bulk_rounds_held_seconds_total",
@@ -113,7 +120,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 		}),
 	})
 	w.wireWebhooks(ctx, cfg, redisOpt, rdb)
-	w.Probes = httpapi.ProbeHandler(map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}},
+	w.Probes = httpapi.ProbeHandler(map[string]httpapi.Pinger{"postgres": db, "redis": redis.Pinger{Client: rdb}, "payment_vendors": w.replica},
 		map[string]http.Handler{"/metrics": promhttp.HandlerFor(w.Registry, promhttp.HandlerOpts{})})
 	return w, nil
 }
@@ -164,6 +171,9 @@ func (w *Worker) registerGauges(ctx context.Context, slots *queue.Semaphore) {
 
 // Start runs the asynq server and the reconciler in the background.
 func (w *Worker) Start() error {
+	// The first heartbeat before any task is taken: the vendors the API
+	// accepts are known (and readiness and the console right) from the start.
+	w.replica.beat(context.Background())
 	if err := w.server.Start(w.mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
@@ -173,6 +183,10 @@ func (w *Worker) Start() error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop = stop
+	go func() {
+		defer close(w.beating)
+		w.replica.run(ctx)
+	}()
 	go w.DB.RunEventRelay(ctx, EventRelayEvery, w.log)
 	go w.DB.WatchFeed(ctx, w.log) // wakes the webhook dispatcher on new events
 	go func() {
@@ -218,6 +232,7 @@ func (w *Worker) Shutdown() {
 		<-w.analyzed
 		<-w.dispatched
 		<-w.paced
+		<-w.beating
 	}
 	w.hooks.Shutdown()
 	w.server.Shutdown()

@@ -16,6 +16,7 @@ var consoleRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/"}, {http.MethodGet, "/overview/live"}, {http.MethodGet, "/overview/chart.json"},
 	{http.MethodPost, "/limit"}, {http.MethodPost, "/limit/caps"}, {http.MethodGet, "/suppliers/ACME"}, {http.MethodPost, "/suppliers/ACME/status"},
 	{http.MethodGet, "/suppliers/ACME/accounts?number=EXT-1"}, {http.MethodPost, "/suppliers/ACME/accounts/skip"},
+	{http.MethodPost, "/suppliers/ACME/accounts/unskip"}, {http.MethodPost, "/suppliers/ACME/accounts/retry"},
 	{http.MethodGet, "/audit"}, {http.MethodGet, "/password"}, {http.MethodPost, "/password"}, {http.MethodPost, "/logout"},
 	{http.MethodGet, "/no-such-page"},
 }

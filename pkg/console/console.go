@@ -69,6 +69,9 @@ type Deps struct {
 	// StoreWebhooks reads the webhook section from the store.
 	Webhooks WebhookHealth
 	BulkJobs BulkJobProgress
+	// Replicas lists the live processes (their heartbeats); nil shows
+	// "not available".
+	Replicas ReplicaList
 }
 
 // WebhookHealth lists webhook endpoints and their health for the overview.
@@ -184,6 +187,8 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
 	mux.HandleFunc("GET /suppliers/{code}/accounts", c.accountPage)
 	mux.HandleFunc("POST /suppliers/{code}/accounts/skip", c.skipAccount)
+	mux.HandleFunc("POST /suppliers/{code}/accounts/unskip", c.unskipAccount) // account_actions.go
+	mux.HandleFunc("POST /suppliers/{code}/accounts/retry", c.retryAccount)
 	mux.HandleFunc("GET /audit", c.auditPage)
 
 	protect := csrf.Protect(cfg.CSRFKey,

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
@@ -27,8 +25,7 @@ type Overview struct {
 	Caps        []postgres.NamedCap // per supplier and organisation, inside Limit
 	QueueDepth  int                 // accounts queue: pending + scheduled + retry + active
 	QueueError  string
-	Workers     []*asynq.ServerInfo
-	WorkerError string
+	Processes   ReplicaSection // API and worker processes from their heartbeats
 	Webhooks    []WebhookEndpoint
 	WebhooksOff bool
 	BulkJobs    []BulkJob
@@ -80,10 +77,8 @@ func (c *Console) LoadOverview(ctx context.Context) (Overview, error) {
 		} else {
 			ov.QueueDepth = qi.Pending + qi.Scheduled + qi.Retry + qi.Active
 		}
-		if ov.Workers, err = c.deps.Inspector.Servers(); err != nil {
-			ov.WorkerError = err.Error()
-		}
 	}
+	ov.Processes = c.loadReplicas(ctx)
 	if c.deps.Webhooks == nil {
 		ov.WebhooksOff = true
 	} else if ov.Webhooks, err = c.deps.Webhooks(ctx); err != nil {

@@ -20,7 +20,7 @@ var fragmentNames = []string{"live"}
 
 var funcs = template.FuncMap{
 	"supplierURL": supplierURL, "supplierStatusURL": supplierStatusURL, "accountsURL": accountsURL,
-	"accountURL": accountURL, "skipURL": skipURL,
+	"accountURL": accountURL, "skipURL": skipURL, "unskipURL": unskipURL, "retryAccountURL": retryAccountURL,
 	"since": func(t *time.Time) string {
 		if t == nil {
 			return "—"

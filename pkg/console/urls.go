@@ -24,3 +24,10 @@ func accountURL(code, number string) string {
 // skipURL is the skip form's action; the account number is a field of
 // the form (skipAccount).
 func skipURL(code string) string { return accountsURL(code) + "/skip" }
+
+// unskipURL and retryAccountURL are the actions of the account page's
+// unskip and retry forms (account_actions.go), the number a form field as
+// for skip.
+func unskipURL(code string) string { return accountsURL(code) + "/unskip" }
+
+func retryAccountURL(code string) string { return accountsURL(code) + "/retry" }

@@ -31,6 +31,7 @@ var requestBodies = map[string]reflect.Type{
 	"/v2/data-import/accounts/:supplier/:external/cancel/": nil, // no body
 	"/v1/data-import/jobs/":                                nil, // NDJSON, one Account per line (validated line by line)
 	"/v1/data-import/jobs/:id/cancel/":                     nil, // no body
+	"/v1/data-import/jobs/:id/retry/":                      nil, // no body
 	"/v1/data-import/webhooks/":                            reflect.TypeFor[webhookRequest](),
 	"/v1/data-import/validate-accounts/":                   nil, // NDJSON, one Account per line (≤ 1000 lines), each decoded like validate-account
 	"/v1/data-import/webhooks/:id/rotate-secret/":          nil, // no body

@@ -26,6 +26,7 @@ var statusByCode = map[string]int{
 	dataimport.CodeTokenExpired:             http.StatusUnauthorized,
 	dataimport.CodeNotFound:                 http.StatusNotFound,
 	dataimport.CodeProcessNotCancellable:    http.StatusConflict,
+	dataimport.CodeJobNotRetryable:          http.StatusConflict,
 	dataimport.CodeMethodNotAllowed:         http.StatusMethodNotAllowed,
 	dataimport.CodeRequestTooLarge:          http.StatusRequestEntityTooLarge,
 	dataimport.CodeUnsupportedMediaType:     http.StatusUnsupportedMediaType,

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,16 +23,25 @@ func readyz(deps map[string]Pinger) gin.HandlerFunc {
 		defer cancel()
 		checks := gin.H{}
 		ok := true
+		var reasons []string
 		for name, p := range deps {
 			if err := p.Ping(ctx); err != nil {
 				checks[name] = "unavailable"
 				ok = false
+				if nr := (*NotReady)(nil); errors.As(err, &nr) {
+					reasons = append(reasons, name+": "+nr.Reason)
+				}
 				continue
 			}
 			checks[name] = "ok"
 		}
 		if !ok {
-			c.JSON(http.StatusServiceUnavailable, gin.H{"detail": "Not ready.", "code": "service_unavailable", "checks": checks})
+			detail := "Not ready."
+			if len(reasons) > 0 {
+				sort.Strings(reasons)
+				detail += " " + strings.Join(reasons, " ")
+			}
+			c.JSON(http.StatusServiceUnavailable, gin.H{"detail": detail, "code": "service_unavailable", "checks": checks})
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": checks})
@@ -48,3 +60,11 @@ func ProbeHandler(deps map[string]Pinger, extra map[string]http.Handler) http.Ha
 	}
 	return e
 }
+
+// NotReady is a readiness check's own verdict (not an unreachable
+// dependency): its Reason, written for operators, is added to the 503's
+// detail. A worker that cannot serve a payment vendor the API accepts says
+// which one.
+type NotReady struct{ Reason string }
+
+func (e *NotReady) Error() string { return "not ready: " + e.Reason }

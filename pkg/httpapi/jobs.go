@@ -41,6 +41,7 @@ type JobStore interface {
 	Jobs(ctx context.Context, orgID int64, before int64, limit int) ([]postgres.JobView, error)
 	EachJobRecord(ctx context.Context, jobID int64, outcomes []string, fn func(dataimport.JobRecord) error) error
 	CancelJob(ctx context.Context, orgID, jobID int64) (postgres.JobView, error)
+	RetryJob(ctx context.Context, orgID, jobID int64, code, attr string) (postgres.Retried, error)
 }
 
 // DefaultMaxJobBytes applies when Config.MaxJobBytes is not set.
@@ -66,6 +67,7 @@ func (s *Server) jobRoutes(g *gin.RouterGroup) {
 		cancel = append(cancel, s.idempotency())
 	}
 	g.POST("/:id/cancel/", append(cancel, s.cancelJob)...)
+	g.POST("/:id/retry/", append(cancel, s.retryJob)...) // jobs_retry.go
 }
 
 func (s *Server) maxJobBytes() int64 {

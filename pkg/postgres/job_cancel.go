@@ -18,39 +18,53 @@ import (
 // (with their event, as a v2 cancel), and what was created stays. A
 // finished job is returned as it is.
 func (db *DB) CancelJob(ctx context.Context, orgID, jobID int64) (JobView, error) {
+	if err := db.cancelJob(ctx, orgID, jobID, nil); err != nil {
+		return JobView{}, err
+	}
+	return db.job(ctx, orgID, jobID)
+}
+
+// cancelJob is CancelJob; orgID 0 is any organisation's job (an
+// operator), and audit, when set, writes the audit row of a cancel that
+// changed the job, with the state it had, in the cancel's transaction.
+func (db *DB) cancelJob(ctx context.Context, orgID, jobID int64, audit func(tx *sql.Tx, was string) error) error {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return JobView{}, fmt.Errorf("cancel job: %w", err)
+		return fmt.Errorf("cancel job: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	var state string
-	err = tx.QueryRowContext(ctx, `SELECT state FROM import_jobs WHERE id = $1 AND organisation_id = $2 FOR UPDATE`, jobID, orgID).Scan(&state)
+	err = tx.QueryRowContext(ctx, `SELECT state FROM import_jobs WHERE id = $1 AND ($2::bigint = 0 OR organisation_id = $2) FOR UPDATE`, jobID, orgID).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
-		return JobView{}, ErrJobNotFound
+		return ErrJobNotFound
 	}
 	if err != nil {
-		return JobView{}, fmt.Errorf("cancel job: %w", err)
+		return fmt.Errorf("cancel job: %w", err)
 	}
 	if dataimport.JobState(state).Finished() {
-		_ = tx.Rollback()
-		return db.job(ctx, orgID, jobID)
+		return nil
+	}
+	if audit != nil {
+		if err := audit(tx, state); err != nil {
+			return err
+		}
 	}
 	if dataimport.JobState(state) == dataimport.JobReceiving {
 		// Nothing of an upload still arriving is kept: its lines so far go
 		// (the receiving request's next batch finds the job cancelled).
 		if _, err := tx.ExecContext(ctx, `UPDATE import_jobs SET state = 'CANCELLED', finished_at = now(), modified_at = now() WHERE id = $1`, jobID); err != nil {
-			return JobView{}, fmt.Errorf("cancel job: state: %w", err)
+			return fmt.Errorf("cancel job: state: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM import_job_records WHERE job_id = $1`, jobID); err != nil {
-			return JobView{}, fmt.Errorf("cancel job: lines: %w", err)
+			return fmt.Errorf("cancel job: lines: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM import_job_errors WHERE job_id = $1`, jobID); err != nil {
-			return JobView{}, fmt.Errorf("cancel job: line errors: %w", err)
+			return fmt.Errorf("cancel job: line errors: %w", err)
 		}
 		if err := tx.Commit(); err != nil {
-			return JobView{}, fmt.Errorf("cancel job: commit: %w", err)
+			return fmt.Errorf("cancel job: commit: %w", err)
 		}
-		return db.job(ctx, orgID, jobID)
+		return nil
 	}
 	steps := []struct {
 		what string
@@ -94,16 +108,16 @@ func (db *DB) CancelJob(ctx context.Context, orgID, jobID int64) (JobView, error
 	}
 	var create bool
 	if err := tx.QueryRowContext(ctx, `SELECT create_accounts FROM import_jobs WHERE id = $1`, jobID).Scan(&create); err != nil {
-		return JobView{}, fmt.Errorf("cancel job: %w", err)
+		return fmt.Errorf("cancel job: %w", err)
 	}
 	steps[3].args = []any{jobID, create}
 	for _, s := range steps {
 		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
-			return JobView{}, fmt.Errorf("cancel job: %s: %w", s.what, err)
+			return fmt.Errorf("cancel job: %s: %w", s.what, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return JobView{}, fmt.Errorf("cancel job: commit: %w", err)
+		return fmt.Errorf("cancel job: commit: %w", err)
 	}
-	return db.job(ctx, orgID, jobID)
+	return nil
 }

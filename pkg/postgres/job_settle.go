@@ -90,8 +90,21 @@ func (db *DB) execJobLinesThenCounters(ctx context.Context, jobID int64, query s
 }
 
 // FinishJobIfDone marks the job COMPLETED once no line is on its way.
+// The job row is locked before the lines are looked at: a retry that puts
+// failed lines back (retry.go) holds that lock while it does, and an UPDATE
+// that waited for the row would re-check only the row, not its lines (its
+// subquery keeps the snapshot taken before the wait), and complete the job
+// over the lines just put back.
 func (db *DB) FinishJobIfDone(ctx context.Context, jobID int64) (bool, error) {
-	res, err := db.sql.ExecContext(ctx, `UPDATE import_jobs j SET state = 'COMPLETED', finished_at = now(), modified_at = now(),
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("finish job %d: %w", jobID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM import_jobs WHERE id = $1 FOR NO KEY UPDATE`, jobID); err != nil {
+		return false, fmt.Errorf("finish job %d: %w", jobID, err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE import_jobs j SET state = 'COMPLETED', finished_at = now(), modified_at = now(),
 		lease_owner = NULL, lease_until = NULL
 		WHERE id = $1 AND state = 'PROCESSING' AND NOT EXISTS (
 			SELECT 1 FROM import_job_records r WHERE r.job_id = j.id
@@ -101,7 +114,13 @@ func (db *DB) FinishJobIfDone(ctx context.Context, jobID int64) (bool, error) {
 		return false, fmt.Errorf("finish job %d: %w", jobID, err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, err
+	if err != nil {
+		return false, fmt.Errorf("finish job %d: %w", jobID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("finish job %d: commit: %w", jobID, err)
+	}
+	return n == 1, nil
 }
 
 // ExpireJobLines fails the job's staged lines not started yet: their

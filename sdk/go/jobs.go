@@ -213,6 +213,27 @@ func (c *Client) CancelJob(ctx context.Context, id int) (*client.Job, error) {
 	return resp.JSON200, nil
 }
 
+// RetryJob re-runs the job's failed lines whose field errors match code
+// and attr (empty: any), once what made them fail was fixed elsewhere, and
+// returns how many went back to run. Follow them with WaitJob.
+func (c *Client) RetryJob(ctx context.Context, id int, code, attr string) (int, error) {
+	params := &client.RetryJobParams{}
+	if code != "" {
+		params.Code = &code
+	}
+	if attr != "" {
+		params.Attr = &attr
+	}
+	resp, err := c.RetryJobWithResponse(ctx, strconv.Itoa(id), params)
+	if err != nil {
+		return 0, err
+	}
+	if err := check(resp.HTTPResponse, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.JSON202.Retried, nil
+}
+
 // JobFinished tells whether a job's state is final.
 func JobFinished(s client.JobState) bool {
 	return s == client.JobStateCOMPLETED || s == client.JobStateFAILED || s == client.JobStateCANCELLED

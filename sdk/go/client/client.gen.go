@@ -1556,6 +1556,12 @@ type JobEventData struct {
 	State JobState `json:"state"`
 }
 
+// JobRetried The answer to a retry of a job's failed creations.
+type JobRetried struct {
+	// Retried How many failed lines were put back to run again.
+	Retried int `json:"retried"`
+}
+
 // JobState `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
 type JobState string
 
@@ -2637,6 +2643,25 @@ type GetJobResultsParamsOutcome string
 
 // GetJobResultsParamsFormat defines parameters for GetJobResults.
 type GetJobResultsParamsFormat string
+
+// RetryJobParams defines parameters for RetryJob.
+type RetryJobParams struct {
+	// Code Only lines with a field error of this code (the codes of `GET /failures/summary/`).
+	Code *string `form:"code,omitempty" json:"code,omitempty"`
+
+	// Attr Only lines with a field error at this attr (with `code`: the same field error).
+	Attr *string `form:"attr,omitempty" json:"attr,omitempty"`
+
+	// IdempotencyKey Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+	// the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+	// `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+	// `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+	// The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+	// key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+	// 429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+	// characters, or is sent twice, is 400 `invalid_idempotency_key`.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // CreateNotesParams defines parameters for CreateNotes.
 type CreateNotesParams struct {
@@ -3788,6 +3813,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RetryJob Re-run a job's failed creations
+	//
+	// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+	RetryJob(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateNotesWithBody Add notes to an imported account
 	//
 	// Each note needs a `body` or `document_paths`. A note whose `body` (and `created_at`, if given)
@@ -4550,6 +4582,23 @@ func (c *Client) CancelJob(ctx context.Context, id string, params *CancelJobPara
 // Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 func (c *Client) GetJobResults(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJobResultsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryJob Re-run a job's failed creations
+//
+// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+func (c *Client) RetryJob(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryJobRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6437,6 +6486,94 @@ func NewGetJobResultsRequest(server string, id string, params *GetJobResultsPara
 	return req, nil
 }
 
+// NewRetryJobRequest constructs an http.Request for the RetryJob method
+func NewRetryJobRequest(server string, id string, params *RetryJobParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/data-import/jobs/%s/retry/", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Code != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code", *params.Code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Attr != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "attr", *params.Attr, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateNotesRequest calls the generic CreateNotes builder with application/json body
 func NewCreateNotesRequest(server string, params *CreateNotesParams, body CreateNotesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7952,6 +8089,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/data-import/jobs/{id}/results/ (the `GetJobResults` operationId).
 	GetJobResultsWithResponse(ctx context.Context, id string, params *GetJobResultsParams, reqEditors ...RequestEditorFn) (*GetJobResultsResponse, error)
+
+	// RetryJobWithResponse Re-run a job's failed creations
+	//
+	// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+	RetryJobWithResponse(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
 
 	// CreateNotesWithBodyWithResponse Add notes to an imported account
 	//
@@ -11188,6 +11334,229 @@ func (r GetJobResultsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetJobResultsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryJobResponse202Headers the declared response headers of an HTTP 202 response for RetryJob
+type RetryJobResponse202Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse400Headers the declared response headers of an HTTP 400 response for RetryJob
+type RetryJobResponse400Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse401Headers the declared response headers of an HTTP 401 response for RetryJob
+type RetryJobResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestID      string
+}
+
+// RetryJobResponse404Headers the declared response headers of an HTTP 404 response for RetryJob
+type RetryJobResponse404Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse405Headers the declared response headers of an HTTP 405 response for RetryJob
+type RetryJobResponse405Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse409Headers the declared response headers of an HTTP 409 response for RetryJob
+type RetryJobResponse409Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+// RetryJobResponse413Headers the declared response headers of an HTTP 413 response for RetryJob
+type RetryJobResponse413Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse415Headers the declared response headers of an HTTP 415 response for RetryJob
+type RetryJobResponse415Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse422Headers the declared response headers of an HTTP 422 response for RetryJob
+type RetryJobResponse422Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse500Headers the declared response headers of an HTTP 500 response for RetryJob
+type RetryJobResponse500Headers struct {
+	XRequestID string
+}
+
+// RetryJobResponse503Headers the declared response headers of an HTTP 503 response for RetryJob
+type RetryJobResponse503Headers struct {
+	RetryAfter *int
+	XRequestID string
+}
+
+type RetryJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *JobRetried
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MethodNotAllowed
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *struct {
+		Code interface{} `json:"code"`
+
+		// Detail Human-readable; wording may change; build no logic on it.
+		Detail string `json:"detail"`
+
+		// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+		Errors *[]FieldError `json:"errors,omitempty"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RetryJobResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RetryJobResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetryJobResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetryJobResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *RetryJobResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RetryJobResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RetryJobResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RetryJobResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RetryJobResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetryJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryJobResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RetryJobResponse) GetJSON202() *JobRetried {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RetryJobResponse) GetJSON400() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RetryJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RetryJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r RetryJobResponse) GetJSON405() *MethodNotAllowed {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RetryJobResponse) GetJSON409() *struct {
+	Code interface{} `json:"code"`
+
+	// Detail Human-readable; wording may change; build no logic on it.
+	Detail string `json:"detail"`
+
+	// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+	Errors *[]FieldError `json:"errors,omitempty"`
+} {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RetryJobResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RetryJobResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RetryJobResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RetryJobResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RetryJobResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15645,6 +16014,21 @@ func (c *ClientWithResponses) GetJobResultsWithResponse(ctx context.Context, id 
 	return ParseGetJobResultsResponse(rsp)
 }
 
+// RetryJobWithResponse Re-run a job's failed creations
+//
+// Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/data-import/jobs/{id}/retry/ (the `RetryJob` operationId).
+func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*RetryJobResponse, error) {
+	rsp, err := c.RetryJob(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryJobResponse(rsp)
+}
+
 // CreateNotesWithBodyWithResponse Add notes to an imported account
 //
 // Each note needs a `body` or `document_paths`. A note whose `body` (and `created_at`, if given)
@@ -19426,6 +19810,252 @@ func ParseGetJobResultsResponse(rsp *http.Response) (*GetJobResultsResponse, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetJobResultsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryJobResponse parses an HTTP response from a RetryJobWithResponse call
+func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobRetried
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest struct {
+			Code interface{} `json:"code"`
+
+			// Detail Human-readable; wording may change; build no logic on it.
+			Detail string `json:"detail"`
+
+			// Errors Validation errors, all of them at once (at most 1000, then one `too_many_errors`).
+			Errors *[]FieldError `json:"errors,omitempty"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RetryJobResponse202Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RetryJobResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RetryJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetryJobResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers RetryJobResponse405Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers RetryJobResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RetryJobResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RetryJobResponse415Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RetryJobResponse422Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetryJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetryJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -311,6 +311,19 @@ export class DataImportClient {
     return this.json<Job>("POST", `/v1/data-import/jobs/${id}/cancel/`);
   }
 
+  /**
+   * Re-runs the job's failed lines whose field errors match `code`/`attr` (both optional) from their
+   * staged payloads, once their cause was fixed; resolves to how many went back (follow with waitJob).
+   * A job RECEIVING, CANCELLED or FAILED: APIError 409 job_not_retryable.
+   */
+  async retryJob(id: number, filter: { code?: string; attr?: string } = {}): Promise<number> {
+    const q = new URLSearchParams();
+    if (filter.code) q.set("code", filter.code);
+    if (filter.attr) q.set("attr", filter.attr);
+    const r = await this.json<{ retried: number }>("POST", `/v1/data-import/jobs/${id}/retry/?${q}`);
+    return r.retried;
+  }
+
   /** Polls a job until its state is final (COMPLETED, FAILED, CANCELLED). */
   async waitJob(id: number, opts: { intervalMs?: number; timeoutMs?: number; onUpdate?: (job: Job) => void } = {}): Promise<Job> {
     const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);

@@ -733,6 +733,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/data-import/jobs/{id}/retry/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-run a job's failed creations
+         * @description Once what made lines fail was fixed elsewhere (a product loaded, a payment vendor back), the job's `failed` lines whose field errors match `code` and `attr` (both optional; a line without field errors matches its envelope code at an empty `attr`, as in the failures summary) are run again from the payloads they staged, through the job's own pipeline: under the same cluster-wide concurrency cap, each account created at most once, the counters moving with the lines (`failed` down, `staged` up, then `created` or `failed`). The job is `PROCESSING` again until they end, then `COMPLETED`. A line whose account was staged again since, was imported or skipped meanwhile, or is being created elsewhere, stays failed (it is not counted). A line refused when staging (e.g. the account was skipped, since unskipped) is staged again from its payload. Failure records of the accounts re-run are resolved when their creation succeeds. Nothing matching answers `{"retried": 0}`.
+         */
+        post: operations["retryJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/data-import/webhooks/": {
         parameters: {
             query?: never;
@@ -1796,6 +1816,14 @@ export interface components {
             import_supplier: components["schemas"]["SupplierCode"];
             job: number | null;
             counts: components["schemas"]["FailureCount"][];
+        };
+        /** @description The answer to a retry of a job's failed creations. */
+        JobRetried: {
+            /**
+             * @description How many failed lines were put back to run again.
+             * @example 30
+             */
+            retried: number;
         };
     };
     responses: {
@@ -4365,6 +4393,103 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryJob: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only lines with a field error of this code (the codes of `GET /failures/summary/`).
+                 * @example product_not_found
+                 */
+                code?: string;
+                /**
+                 * @description Only lines with a field error at this attr (with `code`: the same field error).
+                 * @example supply_addresses.0.meter_points.0.agreements.1.product_code
+                 */
+                attr?: string;
+            };
+            header?: {
+                /**
+                 * @description Makes the POST safe to retry (Stripe's semantics). Generate one key (a UUID) per logical request and send
+                 *     the same key on every retry of it. The first complete answer for (your organisation, key) is stored for
+                 *     `IDEMPOTENCY_TTL` (24 h) and replayed byte for byte (same status, body and `Content-Type`, `Location`,
+                 *     `Retry-After`, `Link` headers) with `Idempotent-Replayed: true`, without running the request again.
+                 *     The same key with another method, path (query included) or body is 422 `idempotency_key_reused`; while the
+                 *     key's first request is still running, 409 `idempotency_key_in_use`. Not stored, so a retry runs again: 5xx,
+                 *     429, 401. Keys of different organisations never collide. A key that is not 1 to 255 printable ASCII
+                 *     characters, or is sent twice, is 400 `invalid_idempotency_key`.
+                 * @example 6f1c0a8e-3b5d-4c1e-9a57-2d7e4b9f0c13
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The job's id. An id of another organisation's job is answered as an unknown one (404).
+                 * @example 42
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many failed lines were put back to run again. */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "retried": 30
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobRetried"];
+                };
+            };
+            /** @description A bad query parameter (`invalid_payload`, with `errors` naming each; an unknown parameter is `unknown_field`), or a malformed `Idempotency-Key` (`invalid_idempotency_key`). */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "invalid_payload" | "invalid_idempotency_key";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `job_not_retryable`: the job is `RECEIVING` (retry once it is `PROCESSING` or `COMPLETED`), `CANCELLED`, `FAILED`, or its schedule window has ended; `detail` says which. Or `idempotency_key_in_use`: a request with this `Idempotency-Key` is still running; retry after `Retry-After` seconds. */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "detail": "The job was CANCELLED; its lines are not run again. Send the accounts in a new job.",
+                     *       "code": "job_not_retryable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {unknown} */
+                        code?: "job_not_retryable" | "idempotency_key_in_use";
+                    };
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
