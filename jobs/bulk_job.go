@@ -41,13 +41,14 @@ type BulkJobStore interface {
 	EndJobOnComplete(ctx context.Context, job dataimport.Job) error
 	ResumeHeldJobAttempts(ctx context.Context, supplierID int64, cands []postgres.JobCandidate) error
 	HoldAttempt(ctx context.Context, processID int64, attempt int) (bool, error)
+	Caps(ctx context.Context, own queue.Owner) (queue.Caps, error)
 }
 
 // BatchSlots is the cluster-wide semaphore with batch acquisition (a bulk
 // job takes a round's slots in one atomic step).
 type BatchSlots interface {
 	Slots
-	AcquireMany(ctx context.Context, holders []string, limit int) (int, error)
+	AcquireManyFor(ctx context.Context, holders []string, own queue.Owner, caps queue.Caps, fair bool) (int, error)
 }
 
 // BulkJobHandler drains one bulk import job: it stages the job's lines in
@@ -343,14 +344,14 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	capN, on, err := h.Store.ConcurrencyLimit(ctx)
+	own := jobOwner(job)
+	caps, err := h.Store.Caps(ctx, own)
 	if err != nil {
 		return nil, err
 	}
-	if !on {
-		capN = 0
-	}
-	n, err := h.Slots.AcquireMany(ctx, holders(cands, 1), capN)
+	// fair: under a global cap the round takes at most its supplier's fair
+	// share, so other suppliers' per-account creates are not starved.
+	n, err := h.Slots.AcquireManyFor(ctx, holders(cands, 1), own, caps, true)
 	if err != nil {
 		return nil, err
 	}
@@ -381,6 +382,11 @@ func (h *BulkJobHandler) start(ctx context.Context, job dataimport.Job, after *i
 	}
 	h.release(ctx, unused, 1)
 	return started, nil
+}
+
+// jobOwner is whose work a job's slots are.
+func jobOwner(job dataimport.Job) queue.Owner {
+	return queue.Owner{Supplier: job.SupplierID, Organisation: job.OrganisationID}
 }
 
 // lines are cands' line numbers.
@@ -424,7 +430,7 @@ func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands [
 			}
 			return err
 		}
-		if _, err := h.Slots.AcquireMany(ctx, holders(cands, 0), 0); err != nil {
+		if _, err := h.Slots.AcquireManyFor(ctx, holders(cands, 0), jobOwner(job), queue.Caps{}, false); err != nil {
 			return err
 		}
 	}

@@ -22,14 +22,14 @@ type AccountStore interface {
 	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
 	ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error)
-	ConcurrencyLimit(ctx context.Context) (int, bool, error)
+	Caps(ctx context.Context, own queue.Owner) (queue.Caps, error)
 	CheckAccountCatalogue(ctx context.Context, sup dataimport.Supplier, a *dataimport.Account) error
 	HoldStore
 }
 
 // Slots is the cluster-wide concurrency semaphore.
 type Slots interface {
-	Acquire(ctx context.Context, holder string, limit int) (bool, error)
+	AcquireFor(ctx context.Context, holder string, own queue.Owner, caps queue.Caps) (bool, error)
 	Renew(ctx context.Context, holder string) (bool, error)
 	Release(ctx context.Context, holder string) error
 }
@@ -88,7 +88,7 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 	if t, ok := h.Slots.(SlotTracker); ok {
 		defer t.Done(p.SlotHolder())
 	}
-	stopRenewing := h.keepSlot(ctx, p.SlotHolder())
+	stopRenewing := h.keepSlot(ctx, p.SlotHolder(), p.Owner())
 	outcome, supplier, err := h.run(ctx, p)
 	// Stop renewing before releasing, or a late renewal could take the slot back.
 	stopRenewing()
@@ -258,14 +258,14 @@ func (h *CreateAccountHandler) start(ctx context.Context, p queue.CreateAccount,
 	if proc.WindowStart != nil && now.Before(*proc.WindowStart) {
 		return "", ErrWaiting
 	}
-	limit, on, err := h.Store.ConcurrencyLimit(ctx)
+	// Under the global cap and the caps of the supplier and of the
+	// organisation that scheduled it.
+	own := queue.Owner{Supplier: proc.SupplierID, Organisation: proc.OrganisationID}
+	caps, err := h.Store.Caps(ctx, own)
 	if err != nil {
 		return "", err
 	}
-	if !on {
-		limit = 0
-	}
-	ok, err := h.Slots.Acquire(ctx, p.SlotHolder(), limit)
+	ok, err := h.Slots.AcquireFor(ctx, p.SlotHolder(), own, caps)
 	if err != nil {
 		return "", err
 	}
@@ -318,7 +318,7 @@ func (h *CreateAccountHandler) finished(ctx context.Context, p queue.CreateAccou
 // slot vanished (Redis restarted or flushed), it is recorded again so the
 // count of accounts in progress stays true. The returned stop waits for the
 // renewing goroutine to end.
-func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func() {
+func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string, own queue.Owner) func() {
 	every := h.RenewEvery
 	if every <= 0 {
 		every = 10 * time.Second
@@ -338,7 +338,7 @@ func (h *CreateAccountHandler) keepSlot(ctx context.Context, holder string) func
 			case <-tick.C:
 			}
 			if ok, err := h.Slots.Renew(ctx, holder); err == nil && !ok {
-				_, _ = h.Slots.Acquire(ctx, holder, 0)
+				_, _ = h.Slots.AcquireFor(ctx, holder, own, queue.Caps{})
 			}
 		}
 	}()

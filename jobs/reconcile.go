@@ -102,7 +102,7 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	var waiting []queue.CreateAccount
 	for _, sp := range stuck {
 		p := queue.CreateAccount{ProcessID: sp.ProcessID, SupplierID: sp.SupplierID, ExternalAccountNumber: sp.ExternalAccountNumber,
-			Attempt: sp.Attempt, DryRun: sp.DryRun}
+			Attempt: sp.Attempt, DryRun: sp.DryRun, OrganisationID: sp.OrganisationID}
 		if sp.WindowStart != nil {
 			p.NotBefore = *sp.WindowStart
 		}
@@ -258,7 +258,7 @@ func (r *Reconciler) resendEmails(ctx context.Context, batch int) error {
 // that finishes meanwhile: its release comes after its commit, so after our
 // check, so after our acquire.
 func (r *Reconciler) holdSlotIfLive(ctx context.Context, p queue.CreateAccount) (bool, error) {
-	if _, err := r.Slots.Acquire(ctx, p.SlotHolder(), 0); err != nil {
+	if _, err := r.Slots.AcquireFor(ctx, p.SlotHolder(), p.Owner(), queue.Caps{}); err != nil {
 		return false, err
 	}
 	live, err := r.Store.StillInProgress(ctx, p.ProcessID, p.Attempt)

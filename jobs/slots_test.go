@@ -91,7 +91,7 @@ func (e *slotEnv) start(p dataimport.ImportProcess) queue.CreateAccount {
 	if ok, err := e.slots.Acquire(e.ctx, task.SlotHolder(), 0); err != nil || !ok {
 		e.t.Fatalf("acquire %s: %v, %v", task.SlotHolder(), ok, err)
 	}
-	attempt, started, err := e.db.StartAttempt(e.ctx, p.ID, p.Attempt, e.teamID, false)
+	attempt, started, err := e.db.StartAttempt(e.ctx, p.ID, p.Attempt, e.teamID, 0, false)
 	if err != nil || !started || attempt != task.Attempt {
 		e.t.Fatalf("start attempt: %d, %v, %v", attempt, started, err)
 	}
@@ -261,7 +261,7 @@ func TestSweepKeepsASlotWhoseAttemptIsStarting(t *testing.T) {
 	if ok, err := e.slots.Acquire(e.ctx, orphan, 0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, _, err := e.db.StartAttempt(e.ctx, p.ID, p.Attempt, e.teamID, false); err != nil {
+	if _, _, err := e.db.StartAttempt(e.ctx, p.ID, p.Attempt, e.teamID, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(grace + time.Second)

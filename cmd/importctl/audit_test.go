@@ -64,6 +64,9 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 		{[]string{"apikey", "revoke", "PREFIX"}, postgres.AuditAPIKeyRevoke, "apikey:", `"revoked_at"`},
 		{[]string{"limit", "set", "7"}, postgres.AuditLimitSet, "concurrency_limit", `"limit": 7`},
 		{[]string{"limit", "off"}, postgres.AuditLimitSet, "concurrency_limit", `"enabled": false`},
+		{[]string{"limit", "set", "--supplier", "ACME", "3"}, postgres.AuditLimitSet, "supplier:ACME", `"limit": 3`},
+		{[]string{"limit", "set", "--org", "Partner", "5"}, postgres.AuditLimitSet, "org:Partner", `"limit": 5`},
+		{[]string{"limit", "off", "--supplier", "ACME"}, postgres.AuditLimitSet, "supplier:ACME", `"enabled": false`},
 		{[]string{"account", "skip", "ACME", "EXT-9"}, postgres.AuditAccountSkip, "account:ACME/EXT-9", `"skipped": true`},
 		{[]string{"statement", "open", "WELCOME_1", "EXT-1", "--from", "2025-07-01", "--to", "2025-07-31"}, postgres.AuditStatementOpen, "account:WELCOME_1/EXT-1", `"2025-07-01"`},
 		{[]string{"email", "resend", fmt.Sprint(mail)}, postgres.AuditEmailResend, fmt.Sprintf("welcome_email:%d", mail), `"state": "pending"`},
@@ -156,7 +159,8 @@ func TestEveryStateChangingCommandIsAudited(t *testing.T) {
 	var before int64
 	d.DB.Gorm().Raw(`SELECT count(*) FROM audit_log`).Scan(&before)
 	for _, bad := range [][]string{{"supplier", "set-status", "NOPE", "Paused"}, {"account", "skip", "NOPE", "X"}, {"apikey", "revoke", "dik_nope"},
-		{"account", "unskip", "ACME", "EXT-9"}, {"account", "retry", "ACME", "EXT-R"}, {"job", "cancel", "1"}, {"job", "retry", "1"}, {"job", "retry", "99"}} {
+		{"account", "unskip", "ACME", "EXT-9"}, {"account", "retry", "ACME", "EXT-R"}, {"job", "cancel", "1"}, {"job", "retry", "1"}, {"job", "retry", "99"},
+		{"limit", "set", "--supplier", "NOPE", "3"}, {"limit", "set", "--org", "Nobody", "3"}, {"limit", "set", "--supplier", "ACME", "--org", "Partner", "3"}} {
 		if _, err := importctl(t, bad...); err == nil {
 			t.Errorf("importctl %v succeeded", bad)
 		}

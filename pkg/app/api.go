@@ -103,7 +103,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 		Store:    db,
 		Auth:     authSvc,
 		Schema:   schema,
-		Creator:  queue.Coordinator{Client: a.queue, Semaphore: queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithRecount(db.InProgressSlotHolders), Notifier: notifier},
+		Creator:  queue.Coordinator{Client: a.queue, Semaphore: queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders), Notifier: notifier},
 		Throttle: redis.NewFailureThrottle(rdb, "throttle:login:", 10),
 		Ready:    ready,
 		Logger:   log,

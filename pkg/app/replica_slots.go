@@ -9,6 +9,7 @@ import (
 	"github.com/gridshift/dataimport/jobs"
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/payments"
+	"github.com/gridshift/dataimport/pkg/queue"
 )
 
 // countingSlots is the cluster-wide semaphore as this worker's creation
@@ -26,16 +27,16 @@ func newCountingSlots(s jobs.BatchSlots) *countingSlots {
 	return &countingSlots{BatchSlots: s, held: map[string]struct{}{}}
 }
 
-func (c *countingSlots) Acquire(ctx context.Context, holder string, limit int) (bool, error) {
-	ok, err := c.BatchSlots.Acquire(ctx, holder, limit)
+func (c *countingSlots) AcquireFor(ctx context.Context, holder string, own queue.Owner, caps queue.Caps) (bool, error) {
+	ok, err := c.BatchSlots.AcquireFor(ctx, holder, own, caps)
 	if ok {
 		c.Holding(holder)
 	}
 	return ok, err
 }
 
-func (c *countingSlots) AcquireMany(ctx context.Context, holders []string, limit int) (int, error) {
-	n, err := c.BatchSlots.AcquireMany(ctx, holders, limit)
+func (c *countingSlots) AcquireManyFor(ctx context.Context, holders []string, own queue.Owner, caps queue.Caps, fair bool) (int, error) {
+	n, err := c.BatchSlots.AcquireManyFor(ctx, holders, own, caps, fair)
 	c.mu.Lock()
 	for _, h := range holders[:max(0, min(n, len(holders)))] {
 		c.held[h] = struct{}{}

@@ -65,7 +65,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{}), paced: make(chan struct{}), beating: make(chan struct{})}
-	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithRecount(db.InProgressSlotHolders)
+	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders)
 	held := newCountingSlots(slots) // the creation handlers' slots: this replica's busy count
 	vendors := paymentVendors(cfg, log)
 	w.replica = newReplica(db, log, "worker", cfg, vendors.Names())

@@ -14,7 +14,7 @@ import (
 // request that would be valid with a session.
 var consoleRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/"}, {http.MethodGet, "/overview/live"}, {http.MethodGet, "/overview/chart.json"},
-	{http.MethodPost, "/limit"}, {http.MethodGet, "/suppliers/ACME"}, {http.MethodPost, "/suppliers/ACME/status"},
+	{http.MethodPost, "/limit"}, {http.MethodPost, "/limit/caps"}, {http.MethodGet, "/suppliers/ACME"}, {http.MethodPost, "/suppliers/ACME/status"},
 	{http.MethodPost, "/suppliers/ACME/brake"},
 	{http.MethodGet, "/suppliers/ACME/accounts?number=EXT-1"}, {http.MethodPost, "/suppliers/ACME/accounts/skip"},
 	{http.MethodPost, "/suppliers/ACME/accounts/unskip"}, {http.MethodPost, "/suppliers/ACME/accounts/retry"},
@@ -86,6 +86,22 @@ func TestConsoleAccess(t *testing.T) {
 	rows, err := st.DB.AuditLog(t.Context(), time.Time{}, 10)
 	if err != nil || len(rows) == 0 || rows[0].Actor != "operator:alice" || rows[0].Action != postgres.AuditLimitSet {
 		t.Fatalf("audit after the console's limit: %+v %v", rows, err)
+	}
+	// A supplier's cap: set, shown on the overview, audited; an unknown name is refused.
+	if p := b.post("/", "/limit/caps", url.Values{"scope": {"supplier"}, "name": {"ACME"}, "limit": {"2"}}); p.Status != http.StatusSeeOther {
+		t.Fatalf("POST /limit/caps: %d %s", p.Status, p.Body)
+	}
+	if caps, err := st.DB.ConcurrencyCaps(t.Context()); err != nil || len(caps.Suppliers) != 1 || len(caps.Organisations) != 0 {
+		t.Fatalf("caps after the console set one: %+v %v", caps, err)
+	}
+	if p := b.do(http.MethodGet, "/", nil); !strings.Contains(p.Body, "<td>supplier</td><td>ACME</td><td>2</td>") {
+		t.Fatalf("overview does not show the supplier's cap: %.2000s", p.Body)
+	}
+	if rows, err := st.DB.AuditLog(t.Context(), time.Time{}, 1); err != nil || rows[0].Target != "supplier:ACME" || rows[0].Actor != "operator:alice" {
+		t.Fatalf("audit after the console's cap: %+v %v", rows, err)
+	}
+	if p := b.post("/", "/limit/caps", url.Values{"scope": {"organisation"}, "name": {"Nobody"}, "limit": {"2"}}); p.Status != http.StatusNotFound {
+		t.Fatalf("cap of an unknown organisation: %d", p.Status)
 	}
 
 	// The console's session is no partner credential.

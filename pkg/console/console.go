@@ -185,6 +185,7 @@ func New(cfg Config, deps Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /overview/live", c.overviewLive)
 	mux.HandleFunc("GET /overview/chart.json", c.chartData)
 	mux.HandleFunc("POST /limit", c.setLimit)
+	mux.HandleFunc("POST /limit/caps", c.setCap)
 	mux.HandleFunc("GET /suppliers/{code}", c.supplierPage)
 	mux.HandleFunc("POST /suppliers/{code}/status", c.setSupplierStatus)
 	mux.HandleFunc("POST /suppliers/{code}/brake", c.setSupplierBrake)

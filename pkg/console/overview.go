@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -21,7 +22,8 @@ type Overview struct {
 	InProgress  int64 // accounts holding a slot, cluster-wide
 	Limit       int
 	LimitOn     bool
-	QueueDepth  int // accounts queue: pending + scheduled + retry + active
+	Caps        []postgres.NamedCap // per supplier and organisation, inside Limit
+	QueueDepth  int                 // accounts queue: pending + scheduled + retry + active
 	QueueError  string
 	Processes   ReplicaSection // API and worker processes from their heartbeats
 	Webhooks    []WebhookEndpoint
@@ -62,6 +64,9 @@ func (c *Console) LoadOverview(ctx context.Context) (Overview, error) {
 	}
 	ov.InProgress = ov.Totals.InProgress
 	if ov.Limit, ov.LimitOn, err = db.ConcurrencyLimit(ctx); err != nil {
+		return ov, err
+	}
+	if ov.Caps, err = db.NamedConcurrencyCaps(ctx); err != nil {
 		return ov, err
 	}
 	if c.deps.Inspector != nil {
@@ -195,6 +200,42 @@ func (c *Console) setLimit(w http.ResponseWriter, r *http.Request) {
 	msg := "limit off"
 	if n > 0 {
 		msg = "limit set to " + strconv.Itoa(n)
+	}
+	redirect(w, r, "/?done="+urlQuery(msg))
+}
+
+// setCap sets (a whole number ≥ 1) or removes (empty, or "off") one
+// supplier's or organisation's cap inside the cluster-wide one: the same
+// store call as `importctl limit set --supplier/--org`.
+func (c *Console) setCap(w http.ResponseWriter, r *http.Request) {
+	scope := postgres.CapScope(r.PostFormValue("scope"))
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	if (scope != postgres.CapSupplier && scope != postgres.CapOrganisation) || name == "" {
+		http.Error(w, "choose supplier or organisation and give its code or name", http.StatusBadRequest)
+		return
+	}
+	raw := strings.TrimSpace(r.PostFormValue("limit"))
+	n := 0
+	if raw != "" && !strings.EqualFold(raw, "off") {
+		v, err := strconv.Atoi(raw)
+		if err != nil || v < 1 || v > 1_000_000 {
+			http.Error(w, fmt.Sprintf("cap %q: give a whole number from 1 to 1000000, or leave it empty to remove the cap", raw), http.StatusBadRequest)
+			return
+		}
+		n = v
+	}
+	if err := c.deps.Store.SetConcurrencyCap(r.Context(), scope, name, n); err != nil {
+		if errors.Is(err, postgres.ErrCapSubjectNotFound) {
+			http.Error(w, fmt.Sprintf("no %s named %q", scope, name), http.StatusNotFound)
+			return
+		}
+		c.fail(w, r, err)
+		return
+	}
+	c.invalidateOverview()
+	msg := fmt.Sprintf("cap of %s %s removed", scope, name)
+	if n > 0 {
+		msg = fmt.Sprintf("cap of %s %s set to %d", scope, name, n)
 	}
 	redirect(w, r, "/?done="+urlQuery(msg))
 }

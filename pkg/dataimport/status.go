@@ -30,6 +30,9 @@ type ImportProcess struct {
 	AccountCreatedAt      *time.Time
 	CreatedAt             time.Time
 	ModifiedAt            time.Time
+	// OrganisationID is the organisation the current attempt runs for (0:
+	// not recorded); its slot counts against that organisation's cap.
+	OrganisationID int64
 }
 
 // Imported reports whether a platform account exists for the process.

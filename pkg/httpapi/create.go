@@ -19,7 +19,7 @@ import (
 // queue, the cluster-wide semaphore and the outcome notifier.
 type Creator interface {
 	Enqueue(ctx context.Context, p queue.Tasker) error
-	Acquire(ctx context.Context, holder string, limit int) (bool, error)
+	AcquireFor(ctx context.Context, holder string, own queue.Owner, caps queue.Caps) (bool, error)
 	Release(ctx context.Context, holder string) error
 	Watch(processID int64) (<-chan struct{}, func())
 }
@@ -136,17 +136,17 @@ func refuseCreate(p dataimport.ImportProcess) error {
 // It returns the attempt to wait for and whether this request started it.
 func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc dataimport.ImportProcess, teamID int64, dryRun bool) (attempt int, started, ok bool) {
 	ctx := c.Request.Context()
-	limit, on, err := s.deps.Store.ConcurrencyLimit(ctx)
+	// The slot counts against the global cap, the supplier's and the
+	// requesting organisation's (all checked in one step).
+	own := queue.Owner{Supplier: sup.ID, Organisation: principal(c).OrganisationID}
+	caps, err := s.deps.Store.Caps(ctx, own)
 	if err != nil {
 		abortWithError(c, err)
 		return 0, false, false
 	}
-	if !on {
-		limit = 0
-	}
 	next := proc.Attempt + 1
 	holder := queue.SlotHolder(proc.ID, next)
-	ok, err = s.deps.Creator.Acquire(ctx, holder, limit)
+	ok, err = s.deps.Creator.AcquireFor(ctx, holder, own, caps)
 	if err != nil {
 		abortWithError(c, err)
 		return 0, false, false
@@ -162,7 +162,7 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 	// Whatever happens from here on a request that returns without its
 	// attempt running gives the slot back (even if the caller hung up).
 	release := func() { _ = s.deps.Creator.Release(context.WithoutCancel(ctx), holder) }
-	attempt, started, err = s.deps.Store.StartAttempt(ctx, proc.ID, proc.Attempt, teamID, dryRun)
+	attempt, started, err = s.deps.Store.StartAttempt(ctx, proc.ID, proc.Attempt, teamID, own.Organisation, dryRun)
 	if err != nil {
 		release()
 		abortWithError(c, err)
@@ -171,7 +171,8 @@ func (s *Server) startAttempt(c *gin.Context, sup dataimport.Supplier, proc data
 	if !started {
 		return s.joinAttempt(c, sup, proc, next, dryRun, release)
 	}
-	task := queue.CreateAccount{ProcessID: proc.ID, SupplierID: sup.ID, ExternalAccountNumber: proc.ExternalAccountNumber, Attempt: attempt, DryRun: dryRun}
+	task := queue.CreateAccount{ProcessID: proc.ID, SupplierID: sup.ID, ExternalAccountNumber: proc.ExternalAccountNumber, Attempt: attempt, DryRun: dryRun,
+		OrganisationID: own.Organisation}
 	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
 		// Put things back so that the partner can simply retry.
 		_ = s.deps.Store.AbandonAttempt(context.WithoutCancel(ctx), proc.ID, attempt)

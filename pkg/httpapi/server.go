@@ -18,6 +18,7 @@ import (
 	"github.com/gridshift/dataimport/pkg/auth"
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
+	"github.com/gridshift/dataimport/pkg/queue"
 	"github.com/gridshift/dataimport/pkg/webhook"
 )
 
@@ -37,7 +38,8 @@ type Store interface {
 	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error
 	TeamByName(ctx context.Context, name string) (dataimport.Team, error)
 	ConcurrencyLimit(ctx context.Context) (int, bool, error)
-	StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (int, bool, error)
+	StartAttempt(ctx context.Context, processID int64, after int, teamID, orgID int64, dryRun bool) (int, bool, error)
+	Caps(ctx context.Context, own queue.Owner) (queue.Caps, error)
 	AbandonAttempt(ctx context.Context, processID int64, attempt int) error
 	Outcome(ctx context.Context, processID int64, attempt int) (postgres.AttemptOutcome, error)
 	ScheduleV2(ctx context.Context, in postgres.ScheduleInput) (postgres.Scheduled, error)

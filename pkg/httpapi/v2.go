@@ -143,14 +143,14 @@ func (s *Server) createV2(c *gin.Context) {
 	}
 	w := params.window()
 	sch, err := s.deps.Store.ScheduleV2(ctx, postgres.ScheduleInput{Supplier: sup, External: acc.ExternalAccountNumber, Payload: payload,
-		DryRun: params.IsDryRun != nil && *params.IsDryRun, Window: w})
+		DryRun: params.IsDryRun != nil && *params.IsDryRun, Window: w, Organisation: principal(c).OrganisationID})
 	if err != nil {
 		abortWithError(c, err)
 		return
 	}
 	p := sch.Process
 	task := queue.CreateAccount{ProcessID: p.ID, SupplierID: sup.ID, ExternalAccountNumber: p.ExternalAccountNumber,
-		Attempt: p.Attempt, DryRun: p.DryRun, NotBefore: w.Start}
+		Attempt: p.Attempt, DryRun: p.DryRun, NotBefore: w.Start, OrganisationID: principal(c).OrganisationID}
 	if err := s.deps.Creator.Enqueue(ctx, task); err != nil {
 		// The schedule is durable in Postgres; the reconciler enqueues it.
 		logger(c).WarnContext(ctx, "scheduled account not enqueued; the reconciler will", "process_id", p.ID, "err", err.Error())

@@ -30,7 +30,7 @@ const (
 // the attempt; started=false tells the others to look at the process again
 // (and usually wait on that attempt). Naming the attempt up front lets the
 // caller take the attempt's concurrency slot before starting it.
-func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, teamID int64, dryRun bool) (attempt int, started bool, err error) {
+func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, teamID, orgID int64, dryRun bool) (attempt int, started bool, err error) {
 	// The v1 create holds its slot from the start, so it is IN_PROGRESS in
 	// both views at once: scheduled and started in one statement.
 	var out []int
@@ -38,7 +38,7 @@ func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, team
 		WITH s AS (
 			UPDATE import_processes
 			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
-			       attempt = attempt + 1, dry_run = ?, operations_team_id = ?, modified_at = now()
+			       attempt = attempt + 1, dry_run = ?, operations_team_id = ?, attempt_organisation_id = nullif(?, 0), modified_at = now()
 			 WHERE id = ? AND attempt = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
 			RETURNING id, attempt, dry_run
 		), e AS (
@@ -46,7 +46,7 @@ func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, team
 			SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'v1')
 			  FROM s, unnest(ARRAY[?, ?]::text[]) WITH ORDINALITY AS ev(name, n) ORDER BY ev.n
 		)
-		SELECT attempt FROM s`, dryRun, teamID, processID, after, dataimport.EventScheduled, dataimport.EventStarted).Scan(&out).Error
+		SELECT attempt FROM s`, dryRun, teamID, orgID, processID, after, dataimport.EventScheduled, dataimport.EventStarted).Scan(&out).Error
 	if err != nil {
 		return 0, false, fmt.Errorf("start attempt: %w", err)
 	}
@@ -185,6 +185,7 @@ type StuckProcess struct {
 	V2Status              dataimport.V2Status // PENDING: scheduled, holds no slot yet; IN_PROGRESS: holds its slot
 	WindowStart           *time.Time
 	ModifiedAt            time.Time
+	OrganisationID        int64 // the attempt's organisation (0: not recorded)
 }
 
 // InProgressSince lists up to limit processes IN_PROGRESS since before the
@@ -194,7 +195,8 @@ type StuckProcess struct {
 func (db *DB) InProgressSince(ctx context.Context, before time.Time, after StuckProcess, limit int) ([]StuckProcess, error) {
 	var out []StuckProcess
 	err := db.gorm.WithContext(ctx).Raw(`
-		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run, v2_status, window_start, modified_at
+		SELECT id AS process_id, supplier_id, external_account_number, attempt, dry_run, v2_status, window_start, modified_at,
+		       coalesce(attempt_organisation_id, 0) AS organisation_id
 		  FROM import_processes
 		 WHERE status = 'IN_PROGRESS' AND modified_at < ? AND (modified_at, id) > (?, ?)
 		 ORDER BY modified_at, id LIMIT ?`, before, after.ModifiedAt, after.ProcessID, limit).Scan(&out).Error
@@ -204,23 +206,29 @@ func (db *DB) InProgressSince(ctx context.Context, before time.Time, after Stuck
 	return out, nil
 }
 
-// InProgressSlotHolders names the slot of every attempt in progress: what
-// the cluster-wide count must hold again when Redis lost it (see
-// queue.Semaphore.WithRecount). The partial index on processes in progress
-// finds them without a scan.
-func (db *DB) InProgressSlotHolders(ctx context.Context) ([]string, error) {
+// InProgressSlotHolders names the slot of every attempt in progress with
+// its owner (supplier, organisation): what the cluster-wide and the
+// per-owner counts must hold again when Redis lost them (see
+// queue.Semaphore.WithOwnedRecount). The partial index on processes in
+// progress finds them without a scan.
+func (db *DB) InProgressSlotHolders(ctx context.Context) ([]queue.Held, error) {
 	var rows []struct {
-		ID      int64
-		Attempt int
+		ID, SupplierID        int64
+		Attempt               int
+		AttemptOrganisationID *int64
 	}
-	if err := db.gorm.WithContext(ctx).Raw(`SELECT id, attempt FROM import_processes WHERE v2_status = 'IN_PROGRESS'`).Scan(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(`SELECT id, supplier_id, attempt, attempt_organisation_id FROM import_processes WHERE v2_status = 'IN_PROGRESS'`).
+		Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("attempts in progress: %w", err)
 	}
-	holders := make([]string, len(rows))
+	held := make([]queue.Held, len(rows))
 	for i, r := range rows {
-		holders[i] = queue.SlotHolder(r.ID, r.Attempt)
+		held[i] = queue.Held{Holder: queue.SlotHolder(r.ID, r.Attempt), Owner: queue.Owner{Supplier: r.SupplierID}}
+		if r.AttemptOrganisationID != nil {
+			held[i].Owner.Organisation = *r.AttemptOrganisationID
+		}
 	}
-	return holders, nil
+	return held, nil
 }
 
 // CountInProgress counts accounts being created now, each holding a slot

@@ -109,7 +109,7 @@ func (e *env) start(processID int64, dryRun bool) int {
 	e.tb.Helper()
 	var last int
 	e.scalar(&last, `SELECT attempt FROM import_processes WHERE id = ?`, processID)
-	attempt, started, err := e.db.StartAttempt(e.ctx, processID, last, e.teamID, dryRun)
+	attempt, started, err := e.db.StartAttempt(e.ctx, processID, last, e.teamID, 0, dryRun)
 	e.must(err)
 	if !started {
 		e.tb.Fatalf("process %d: attempt not started", processID)
@@ -146,7 +146,7 @@ func (e *env) tryPrepare(s dataimport.Supplier, external string, edit func(map[s
 	if err != nil {
 		return postgres.CreationInput{}, err
 	}
-	attempt, started, err := e.db.StartAttempt(e.ctx, st.ProcessID, 0, e.teamID, false)
+	attempt, started, err := e.db.StartAttempt(e.ctx, st.ProcessID, 0, e.teamID, 0, false)
 	if err != nil || !started {
 		return postgres.CreationInput{}, fmt.Errorf("start attempt: started=%v: %w", started, err)
 	}
@@ -513,7 +513,7 @@ func TestCreateAccountIdempotent(t *testing.T) {
 		t.Errorf("import_attempts = %+v", at)
 	}
 	// A completed process starts no new attempt.
-	if _, started, err := e.db.StartAttempt(e.ctx, in.ProcessID, in.Attempt, e.teamID, false); err != nil || started {
+	if _, started, err := e.db.StartAttempt(e.ctx, in.ProcessID, in.Attempt, e.teamID, 0, false); err != nil || started {
 		t.Errorf("StartAttempt on a completed process: started=%v err=%v", started, err)
 	}
 }

@@ -74,7 +74,7 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 		WITH s AS (
 			UPDATE import_processes p
 			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
-			       attempt = p.attempt + 1, dry_run = $3, operations_team_id = $4, modified_at = now()
+			       attempt = p.attempt + 1, dry_run = $3, operations_team_id = $4, attempt_organisation_id = $9, modified_at = now()
 			  FROM unnest($1::bigint[], $2::bigint[], $8::bigint[]) AS u(id, attempt, line)
 			  JOIN import_job_records r ON r.job_id = $5 AND r.line = u.line
 			 -- Only the version this line staged: a stage since (v1, v2,
@@ -87,7 +87,7 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 			SELECT s.id, ev.name, jsonb_build_object('attempt', s.attempt, 'dry_run', s.dry_run, 'api', 'job', 'job_id', $5::bigint)
 			  FROM s, unnest(ARRAY[$6, $7]::text[]) WITH ORDINALITY AS ev(name, n) ORDER BY s.id, ev.n
 		)
-		SELECT id, attempt FROM s`, ids, atts, job.DryRun, job.TeamID, job.ID, dataimport.EventScheduled, dataimport.EventStarted, lns)
+		SELECT id, attempt FROM s`, ids, atts, job.DryRun, job.TeamID, job.ID, dataimport.EventScheduled, dataimport.EventStarted, lns, job.OrganisationID)
 	if err != nil {
 		return nil, fmt.Errorf("begin job attempts: %w", err)
 	}

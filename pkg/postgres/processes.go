@@ -30,6 +30,7 @@ type processRow struct {
 	AccountCreatedAt      *time.Time
 	CreatedAt             time.Time
 	ModifiedAt            time.Time
+	AttemptOrganisationID *int64
 }
 
 func (processRow) TableName() string { return "import_processes" }
@@ -43,6 +44,9 @@ func (r processRow) domain() dataimport.ImportProcess {
 	}
 	if r.PlatformAccountNumber != nil {
 		p.PlatformAccountNumber = *r.PlatformAccountNumber
+	}
+	if r.AttemptOrganisationID != nil {
+		p.OrganisationID = *r.AttemptOrganisationID
 	}
 	if len(r.LatestError) > 0 {
 		var e dataimport.Error

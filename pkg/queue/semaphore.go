@@ -35,7 +35,8 @@ type Semaphore struct {
 	c       goredis.UniversalClient
 	key     string
 	leaseMS int64
-	recount func(context.Context) ([]string, error)
+	fairMS  int64
+	recount func(context.Context) ([]Held, error)
 }
 
 // NewSemaphore returns a semaphore on the sorted set key (used as given:
@@ -45,7 +46,7 @@ func NewSemaphore(c goredis.UniversalClient, key string, lease time.Duration) *S
 	if lease < time.Millisecond {
 		panic(fmt.Sprintf("queue: semaphore lease %v is shorter than 1ms", lease))
 	}
-	return &Semaphore{c: c, key: key, leaseMS: lease.Milliseconds()}
+	return &Semaphore{c: c, key: key, leaseMS: lease.Milliseconds(), fairMS: DefaultFairWindow.Milliseconds()}
 }
 
 // WithRecount fences the count against a Redis that lost it. Redis keeps a
@@ -57,6 +58,19 @@ func NewSemaphore(c goredis.UniversalClient, key string, lease time.Duration) *S
 // in progress, from Postgres), sets the marker and only then counts. It
 // returns s.
 func (s *Semaphore) WithRecount(recount func(context.Context) ([]string, error)) *Semaphore {
+	return s.WithOwnedRecount(func(ctx context.Context) ([]Held, error) {
+		hs, err := recount(ctx)
+		held := make([]Held, len(hs))
+		for i, h := range hs {
+			held[i] = Held{Holder: h}
+		}
+		return held, err
+	})
+}
+
+// WithOwnedRecount is WithRecount with each holder's owner, so the
+// per-supplier and per-organisation counts are whole again too. It returns s.
+func (s *Semaphore) WithOwnedRecount(recount func(context.Context) ([]Held, error)) *Semaphore {
 	s.recount = recount
 	return s
 }
@@ -69,81 +83,171 @@ const uncounted = -1
 var errNoHolder = errors.New("queue: semaphore holder is empty")
 
 // luaPrelude reads the server clock (ms), purges expired leases and defines
-// touch(), which keeps the key's own TTL at its latest lease so an abandoned
-// key disappears by itself. Redis >= 5 replicates script effects, so writing
+// the helpers every script shares. KEYS = slots, marker, owners, counts,
+// active (see keys). Beside the slots (member = holder, score = lease
+// expiry), owners maps a holder to its owner's tags ("s:<supplier id>
+// o:<organisation id>") and counts holds the live slots per tag; both change
+// only in the same script as the slots, so a supplier's or organisation's
+// count is exact whatever expires, is released or is recounted. active
+// scores each supplier by its latest capped acquire (fair shares). touch()
+// keeps the keys' own TTL at their latest lease so an abandoned semaphore
+// disappears by itself. Redis >= 5 replicates script effects, so writing
 // after TIME is allowed.
 const luaPrelude = `
 local key = KEYS[1]
+local owners, counts, active = KEYS[3], KEYS[4], KEYS[5]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function count(owner, by)
+  for tag in string.gmatch(owner, '%S+') do
+    if redis.call('HINCRBY', counts, tag, by) <= 0 then
+      redis.call('HDEL', counts, tag)
+    end
+  end
+end
+local function forget(holder)
+  local owner = redis.call('HGET', owners, holder)
+  if owner then
+    count(owner, -1)
+    redis.call('HDEL', owners, holder)
+  end
+end
+for _, h in ipairs(redis.call('ZRANGEBYSCORE', key, '-inf', now)) do
+  forget(h)
+end
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-local function uncounted(limit)
-  return limit > 0 and ARGV[#ARGV] == '1' and redis.call('EXISTS', KEYS[2]) == 0
+local function uncounted(capped)
+  return capped and ARGV[#ARGV] == '1' and redis.call('EXISTS', KEYS[2]) == 0
 end
 local function touch()
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[2] then
-    redis.call('PEXPIREAT', key, math.floor(tonumber(last[2])) + 1)
+    local at = math.floor(tonumber(last[2])) + 1
+    redis.call('PEXPIREAT', key, at)
+    redis.call('PEXPIREAT', owners, at)
+    redis.call('PEXPIREAT', counts, at)
   end
+end
+-- take holds the slot (lease expiry) and records its owner once.
+local function take(holder, owner, expiry)
+  redis.call('ZADD', key, expiry, holder)
+  if owner ~= '' and redis.call('HSETNX', owners, holder, owner) == 1 then
+    count(owner, 1)
+  end
+end
+-- fits: a new slot for owner under the global cap and the caps of its tags.
+local function fits(owner, global, supCap, orgCap)
+  if global > 0 and redis.call('ZCARD', key) >= global then
+    return false
+  end
+  for tag in string.gmatch(owner, '%S+') do
+    local c = orgCap
+    if string.sub(tag, 1, 2) == 's:' then
+      c = supCap
+    end
+    if c > 0 and tonumber(redis.call('HGET', counts, tag) or '0') >= c then
+      return false
+    end
+  end
+  return true
+end
+-- seen marks owner's supplier as having work now and returns how many
+-- suppliers had some within the window (ms).
+local function seen(owner, window)
+  local sup = string.match(owner, 's:%d+')
+  if window <= 0 then
+    return 1
+  end
+  redis.call('ZREMRANGEBYSCORE', active, '-inf', now - window)
+  if sup then
+    redis.call('ZADD', active, now, sup)
+    redis.call('PEXPIRE', active, window)
+  end
+  return math.max(1, redis.call('ZCARD', active))
 end
 `
 
-// Acquire: KEYS = slots, marker; ARGV = holder, limit, lease ms, fenced.
-// Returns 1 when the holder holds a slot afterwards, 0 when full, -1 when
-// fenced and the count was lost. A holder already in the set is refreshed
-// whatever the limit (it already counts). limit <= 0 means no limit.
+// Acquire: ARGV = holder, owner, global cap, supplier cap, organisation
+// cap, lease ms, fair window ms, fenced. Returns 1 when the holder holds a
+// slot afterwards, 0 when a cap refuses, -1 when fenced and the count was
+// lost. A holder already in the set is refreshed whatever the caps (it
+// already counts). A cap <= 0 is no cap.
 var acquireScript = goredis.NewScript(luaPrelude + `
-local holder = ARGV[1]
-local limit = tonumber(ARGV[2])
-local expiry = now + tonumber(ARGV[3])
-if uncounted(limit) then
+local holder, owner = ARGV[1], ARGV[2]
+local global, supCap, orgCap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local expiry = now + tonumber(ARGV[6])
+local capped = global > 0 or supCap > 0 or orgCap > 0
+if uncounted(capped) then
   return -1
 end
-if not redis.call('ZSCORE', key, holder) then
-  if limit > 0 and redis.call('ZCARD', key) >= limit then
-    return 0
-  end
+if capped then
+  seen(owner, tonumber(ARGV[7]))
 end
-redis.call('ZADD', key, expiry, holder)
+if not redis.call('ZSCORE', key, holder) and not fits(owner, global, supCap, orgCap) then
+  return 0
+end
+take(holder, owner, expiry)
 touch()
 return 1
 `)
 
-// AcquireMany: KEYS = slots, marker; ARGV = limit, lease ms, holders...,
-// fenced. Takes the holders' slots in order and stops at the first the
-// limit refuses; returns how many it took (-1 as Acquire). One script, so
-// nothing (a FLUSHALL, another acquirer) comes between counting a slot and
-// taking the next: the count never restarts midway.
+// AcquireMany: ARGV = owner, global cap, supplier cap, organisation cap,
+// lease ms, fair window ms, fair, holders..., fenced. Takes the holders'
+// slots in order and stops at the first a cap refuses; returns how many it
+// took (-1 as Acquire). One script, so nothing (a FLUSHALL, another
+// acquirer) comes between counting a slot and taking the next: the count
+// never restarts midway. fair = 1 also stops where the owner's supplier
+// would hold more than its fair share of the global cap: the cap divided by
+// the suppliers that tried to acquire within the window, rounded up.
 var acquireManyScript = goredis.NewScript(luaPrelude + `
-local limit = tonumber(ARGV[1])
-local expiry = now + tonumber(ARGV[2])
-if uncounted(limit) then
+local owner = ARGV[1]
+local global, supCap, orgCap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local expiry = now + tonumber(ARGV[5])
+local capped = global > 0 or supCap > 0 or orgCap > 0
+if uncounted(capped) then
   return -1
 end
-local taken = 0
-for i = 3, #ARGV - 1 do
-  local holder = ARGV[i]
-  if not redis.call('ZSCORE', key, holder) then
-    if limit > 0 and redis.call('ZCARD', key) >= limit then
-      break
-    end
+local sup = string.match(owner, 's:%d+')
+if capped then
+  local share = math.ceil(global / seen(owner, tonumber(ARGV[6])))
+  if ARGV[7] == '1' and global > 0 and sup and (supCap <= 0 or share < supCap) then
+    supCap = share
   end
-  redis.call('ZADD', key, expiry, holder)
+end
+local taken = 0
+for i = 8, #ARGV - 1 do
+  local holder = ARGV[i]
+  if not redis.call('ZSCORE', key, holder) and not fits(owner, global, supCap, orgCap) then
+    break
+  end
+  take(holder, owner, expiry)
   taken = taken + 1
 end
 touch()
 return taken
 `)
 
-// Recount: KEYS = slots, marker; ARGV = lease ms, holders... Holds every
-// listed holder's slot (never shortening a lease) and sets the marker: the
-// count is whole again.
+// Recount: ARGV = lease ms, then holder and owner pairs. Holds every listed
+// holder's slot (never shortening a lease), recomputes the per-owner counts
+// from what is held and sets the marker: the count is whole again.
 var recountScript = goredis.NewScript(luaPrelude + `
 local expiry = now + tonumber(ARGV[1])
-for i = 2, #ARGV do
-  local cur = redis.call('ZSCORE', key, ARGV[i])
+for i = 2, #ARGV, 2 do
+  local h, o = ARGV[i], ARGV[i + 1]
+  local cur = redis.call('ZSCORE', key, h)
   if not cur or expiry > tonumber(cur) then
-    redis.call('ZADD', key, expiry, ARGV[i])
+    redis.call('ZADD', key, expiry, h)
+  end
+  if o ~= '' then
+    redis.call('HSET', owners, h, o)
+  end
+end
+redis.call('DEL', counts)
+for _, h in ipairs(redis.call('HKEYS', owners)) do
+  if redis.call('ZSCORE', key, h) then
+    count(redis.call('HGET', owners, h), 1)
+  else
+    redis.call('HDEL', owners, h)
   end
 end
 redis.call('SET', KEYS[2], '1')
@@ -185,14 +289,21 @@ return missing
 `)
 
 // Release: ARGV = holder.
-var releaseScript = goredis.NewScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
+var releaseScript = goredis.NewScript(luaPrelude + `
+if redis.call('ZREM', key, ARGV[1]) == 1 then
+  forget(ARGV[1])
+end
 return 1
 `)
 
 // InUse: count of live slots.
 var inUseScript = goredis.NewScript(luaPrelude + `
 return redis.call('ZCARD', key)
+`)
+
+// Counts: live slots per owner tag, as a flat tag, count list.
+var countsScript = goredis.NewScript(luaPrelude + `
+return redis.call('HGETALL', counts)
 `)
 
 // Holders: live holders, earliest expiry first.
@@ -209,8 +320,8 @@ end
 return math.floor(tonumber(first[2])) - now
 `)
 
-// Acquire takes the slot named holder (e.g. "DEMO_ENERGY/EXT-1") if fewer
-// than limit live slots are held.
+// Acquire takes the slot named holder (e.g. "process:1:1") if fewer than
+// limit live slots are held; it is AcquireFor with no owner.
 //
 // Idempotent per holder: acquiring a slot the same holder already holds
 // succeeds and refreshes its lease, even if the limit has meanwhile dropped
@@ -221,11 +332,20 @@ return math.floor(tonumber(first[2])) - now
 // counting. A limit <= 0 means no limit: the slot is still taken and counted,
 // so switching the limit on later counts accounts already in progress.
 func (s *Semaphore) Acquire(ctx context.Context, holder string, limit int) (ok bool, err error) {
+	return s.AcquireFor(ctx, holder, Owner{}, Caps{Global: limit})
+}
+
+// AcquireFor is Acquire under caps for owner: the slot is taken only if the
+// global cap, owner's supplier's and owner's organisation's caps all allow
+// one more, in one script. The slot is recorded as owner's, so it counts
+// against owner's caps until it is released or its lease expires.
+func (s *Semaphore) AcquireFor(ctx context.Context, holder string, own Owner, caps Caps) (ok bool, err error) {
 	if holder == "" {
 		return false, errNoHolder
 	}
 	n, err := s.fenced(ctx, func() (int, error) {
-		return acquireScript.Run(ctx, s.c, s.keys(), holder, limit, s.leaseMS, s.fence()).Int()
+		return acquireScript.Run(ctx, s.c, s.keys(), holder, own.tags(), caps.Global, caps.Supplier, caps.Organisation,
+			s.leaseMS, s.fairMS, s.fence()).Int()
 	})
 	if err != nil {
 		return false, fmt.Errorf("semaphore acquire %s: %w", holder, err)
@@ -233,15 +353,17 @@ func (s *Semaphore) Acquire(ctx context.Context, holder string, limit int) (ok b
 	return n == 1, nil
 }
 
-// keys are the scripts' KEYS: the slots and the fence's marker, which
-// hashes to the slots' Redis Cluster slot (a script's keys must share one):
-// by the slots key's own hash tag, or with the whole key as its tag (a key
-// without a tag hashes by its whole name).
+// keys are the scripts' KEYS: the slots, the fence's marker, the owners,
+// the per-owner counts and the suppliers with work, all hashing to the
+// slots' Redis Cluster slot (a script's keys must share one): by the slots
+// key's own hash tag, or with the whole key as its tag (a key without a tag
+// hashes by its whole name).
 func (s *Semaphore) keys() []string {
+	tag := "{" + s.key + "}"
 	if open := strings.IndexByte(s.key, '{'); open >= 0 && strings.IndexByte(s.key[open+1:], '}') > 0 {
-		return []string{s.key, s.key + ":counted"}
+		tag = s.key
 	}
-	return []string{s.key, "{" + s.key + "}:counted"}
+	return []string{s.key, tag + ":counted", tag + ":owners", tag + ":counts", tag + ":active"}
 }
 
 // fence is the scripts' last argument: whether a lost count is recounted.
@@ -260,17 +382,17 @@ func (s *Semaphore) fenced(ctx context.Context, run func() (int, error)) (int, e
 	if err != nil || n != uncounted {
 		return n, err
 	}
-	holders, err := s.recount(ctx)
+	held, err := s.recount(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("recount slots: %w", err)
 	}
-	args := make([]any, 0, len(holders)+1)
+	args := make([]any, 0, 2*len(held)+1)
 	args = append(args, s.leaseMS)
-	for _, h := range holders {
-		args = append(args, h)
+	for _, h := range held {
+		args = append(args, h.Holder, h.Owner.tags())
 	}
 	if err := recountScript.Run(ctx, s.c, s.keys(), args...).Err(); err != nil {
-		return 0, fmt.Errorf("recount %d slots: %w", len(holders), err)
+		return 0, fmt.Errorf("recount %d slots: %w", len(held), err)
 	}
 	if n, err = run(); n == uncounted {
 		n = 0
@@ -284,11 +406,20 @@ func (s *Semaphore) fenced(ctx context.Context, run func() (int, error)) (int, e
 // midway (FLUSHALL, failover) would count the batch from zero again and
 // grant more than the limit. Callers bound the batch (a bulk job's round).
 func (s *Semaphore) AcquireMany(ctx context.Context, holders []string, limit int) (int, error) {
+	return s.AcquireManyFor(ctx, holders, Owner{}, Caps{Global: limit}, false)
+}
+
+// AcquireManyFor is AcquireMany under caps for owner (see AcquireFor).
+// fair also keeps owner's supplier within its fair share of the global cap
+// (the cap over the suppliers that tried to acquire a slot lately, see
+// WithFairWindow), so a bulk job's round leaves room for another supplier's
+// per-account creates instead of taking every slot that frees.
+func (s *Semaphore) AcquireManyFor(ctx context.Context, holders []string, own Owner, caps Caps, fair bool) (int, error) {
 	if len(holders) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, len(holders)+3)
-	args = append(args, limit, s.leaseMS)
+	args := make([]any, 0, len(holders)+8)
+	args = append(args, own.tags(), caps.Global, caps.Supplier, caps.Organisation, s.leaseMS, s.fairMS, fair)
 	for _, h := range holders {
 		if h == "" {
 			return 0, errNoHolder
@@ -312,7 +443,7 @@ func (s *Semaphore) Renew(ctx context.Context, holder string) (bool, error) {
 	if holder == "" {
 		return false, errNoHolder
 	}
-	n, err := renewScript.Run(ctx, s.c, []string{s.key}, holder, s.leaseMS).Int()
+	n, err := renewScript.Run(ctx, s.c, s.keys(), holder, s.leaseMS).Int()
 	if err != nil {
 		return false, fmt.Errorf("semaphore renew %s: %w", holder, err)
 	}
@@ -336,7 +467,7 @@ func (s *Semaphore) RenewMany(ctx context.Context, holders []string) (missing []
 			}
 			args = append(args, h)
 		}
-		gone, err := renewManyScript.Run(ctx, s.c, []string{s.key}, args...).StringSlice()
+		gone, err := renewManyScript.Run(ctx, s.c, s.keys(), args...).StringSlice()
 		if err != nil {
 			return missing, fmt.Errorf("semaphore renew %d holders: %w", n, err)
 		}
@@ -351,7 +482,7 @@ func (s *Semaphore) Release(ctx context.Context, holder string) error {
 	if holder == "" {
 		return errNoHolder
 	}
-	if err := releaseScript.Run(ctx, s.c, []string{s.key}, holder).Err(); err != nil {
+	if err := releaseScript.Run(ctx, s.c, s.keys(), holder).Err(); err != nil {
 		return fmt.Errorf("semaphore release %s: %w", holder, err)
 	}
 	return nil
@@ -359,7 +490,7 @@ func (s *Semaphore) Release(ctx context.Context, holder string) error {
 
 // InUse counts live (unexpired) slots, purging expired ones.
 func (s *Semaphore) InUse(ctx context.Context) (int, error) {
-	n, err := inUseScript.Run(ctx, s.c, []string{s.key}).Int()
+	n, err := inUseScript.Run(ctx, s.c, s.keys()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("semaphore in use: %w", err)
 	}
@@ -369,7 +500,7 @@ func (s *Semaphore) InUse(ctx context.Context) (int, error) {
 // Holders lists live holders, earliest lease expiry first (for
 // reconciliation/metrics), purging expired ones.
 func (s *Semaphore) Holders(ctx context.Context) ([]string, error) {
-	hs, err := holdersScript.Run(ctx, s.c, []string{s.key}).StringSlice()
+	hs, err := holdersScript.Run(ctx, s.c, s.keys()).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("semaphore holders: %w", err)
 	}
@@ -381,7 +512,7 @@ func (s *Semaphore) Holders(ctx context.Context) ([]string, error) {
 // returns 1. Slots released early free up sooner; this is an upper bound for
 // the lease-expiry path only, meant for a Retry-After header.
 func (s *Semaphore) RetryAfter(ctx context.Context) (int, error) {
-	ms, err := earliestScript.Run(ctx, s.c, []string{s.key}).Int64()
+	ms, err := earliestScript.Run(ctx, s.c, s.keys()).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("semaphore retry after: %w", err)
 	}

@@ -38,6 +38,9 @@ type CreateAccount struct {
 	ExternalAccountNumber string `json:"external_account_number"`
 	Attempt               int    `json:"attempt"`
 	DryRun                bool   `json:"dry_run"`
+	// OrganisationID is the organisation the attempt runs for (0: not
+	// known), whose cap its slot counts against.
+	OrganisationID int64 `json:"organisation_id,omitempty"`
 	// NotBefore is the start of a v2 schedule window: asynq holds the task
 	// until then (ProcessAt). Zero: as soon as possible.
 	NotBefore time.Time `json:"not_before,omitzero"`
@@ -52,6 +55,11 @@ func (p CreateAccount) TaskID() string {
 
 // SlotHolder names the concurrency slot this attempt holds while in progress.
 func (p CreateAccount) SlotHolder() string { return SlotHolder(p.ProcessID, p.Attempt) }
+
+// Owner is whose work the attempt's slot is.
+func (p CreateAccount) Owner() Owner {
+	return Owner{Supplier: p.SupplierID, Organisation: p.OrganisationID}
+}
 
 // SlotHolder is the semaphore member of one attempt of a process. A slot
 // belongs to one attempt, so whoever ends or sweeps an old attempt can never
