@@ -60,9 +60,11 @@ func (p *pipeline) failureSummary(token, query string) []failureCount {
 	if r.Status != http.StatusOK {
 		p.TB.Fatalf("failure summary %s: %d %s", query, r.Status, r.Body)
 	}
-	var body struct{ Counts []failureCount }
+	var body struct {
+		ByCode []failureCount `json:"by_code"`
+	}
 	r.Decode(&body)
-	return body.Counts
+	return body.ByCode
 }
 
 // badAccounts are ways to break the sample account, each a different field

@@ -72,7 +72,7 @@ func failuresJob(t *testing.T, api, token, supplier string) (int64, []map[string
 		Counts []struct {
 			Code, Attr           string
 			Unresolved, Resolved int64
-		} `json:"counts"`
+		} `json:"by_code"`
 	}
 	if status != http.StatusOK || json.Unmarshal(raw, &summary) != nil {
 		t.Fatalf("summary: %d %s", status, raw)

@@ -272,7 +272,7 @@ func (s *Server) listFailures(c *gin.Context) {
 type failureSummaryBody struct {
 	ImportSupplier string                  `json:"import_supplier"`
 	Job            *int64                  `json:"job"`
-	Counts         []postgres.FailureCount `json:"counts"`
+	ByCode         []postgres.FailureCount `json:"by_code"`
 }
 
 // failureSummary serves GET /v1/data-import/failures/summary/: per (code,
@@ -288,7 +288,7 @@ func (s *Server) failureSummary(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	body := failureSummaryBody{ImportSupplier: c.Query("import_supplier"), Counts: counts}
+	body := failureSummaryBody{ImportSupplier: c.Query("import_supplier"), ByCode: counts}
 	if q.JobID != 0 {
 		body.Job = &q.JobID
 	}

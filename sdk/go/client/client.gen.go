@@ -1434,7 +1434,7 @@ type FailurePage struct {
 
 // FailureSummary Failure counts per field code.
 type FailureSummary struct {
-	Counts []FailureCount `json:"counts"`
+	ByCode []FailureCount `json:"by_code"`
 
 	// ImportSupplier An import supplier the caller may act for (others are answered as unknown).
 	//

@@ -1889,7 +1889,7 @@ export interface components {
         FailureSummary: {
             import_supplier: components["schemas"]["SupplierCode"];
             job: number | null;
-            counts: components["schemas"]["FailureCount"][];
+            by_code: components["schemas"]["FailureCount"][];
         };
         /** @description The answer to a retry of a job's failed creations. */
         JobRetried: {
@@ -5355,7 +5355,7 @@ export interface operations {
                      * @example {
                      *       "import_supplier": "DEMO_ENERGY",
                      *       "job": null,
-                     *       "counts": [
+                     *       "by_code": [
                      *         {
                      *           "code": "invalid_mpan",
                      *           "attr": "supply_addresses.0.meter_points.0.mpan",
