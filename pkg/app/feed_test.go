@@ -38,6 +38,8 @@ type feedItem struct {
 		State              string           `json:"state"`
 		Counters           map[string]int64 `json:"counters"`
 		FailuresSummaryURL string           `json:"failures_summary_url"`
+		Control            []map[string]any `json:"control"`
+		Reconciliation     string           `json:"reconciliation"`
 	} `json:"data"`
 }
 

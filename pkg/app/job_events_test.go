@@ -35,7 +35,9 @@ func TestJobEndEventsReachFeedAndWebhooks(t *testing.T) {
 		}
 		body.WriteString("\n")
 	}
-	completed := acceptedJob(t, p.postJob(p.token, query, strings.NewReader(body.String()), false))
+	// It declares 10 accounts and receives 8 valid ones: a mismatch its
+	// event must say.
+	completed := acceptedJob(t, p.postJob(p.token, query+"&expected_accounts=10", strings.NewReader(body.String()), false))
 	if v := p.waitJob(p.token, completed, time.Minute); v.State != "COMPLETED" {
 		t.Fatalf("job %d %s %v", completed, v.State, v.Counters)
 	}
@@ -84,6 +86,9 @@ func TestJobEndEventsReachFeedAndWebhooks(t *testing.T) {
 			if fmt.Sprint(e.Data.Counters) != fmt.Sprint(v.Counters) {
 				t.Errorf("%s: %s counters %v, job view %v", how, e.Type, e.Data.Counters, v.Counters)
 			}
+			if e.Data.Reconciliation != v.Reconciliation || fmt.Sprint(e.Data.Control) != fmt.Sprint(v.Control) {
+				t.Errorf("%s: %s control %+v %s, job view %+v %s", how, e.Type, e.Data.Control, e.Data.Reconciliation, v.Control, v.Reconciliation)
+			}
 			wantURL := fmt.Sprintf("/v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=%d", w.job)
 			if e.Data.FailuresSummaryURL != wantURL {
 				t.Errorf("%s: failures_summary_url %q, want %q", how, e.Data.FailuresSummaryURL, wantURL)
@@ -93,8 +98,8 @@ func TestJobEndEventsReachFeedAndWebhooks(t *testing.T) {
 	types := "&type=job.completed-v1&type=job.failed-v1&type=job.cancelled-v1"
 	got, _ := followFeed(t, p.Stack, p.token, "", 100, 3, 30*time.Second, types)
 	check("feed", got)
-	if v := p.job(p.token, completed); v.Counters["created"] != 8 || v.Counters["invalid"] != 2 {
-		t.Errorf("completed job counters %v", v.Counters)
+	if v := p.job(p.token, completed); v.Counters["created"] != 8 || v.Counters["invalid"] != 2 || v.Reconciliation != "mismatch" {
+		t.Errorf("completed job counters %v, reconciliation %q", v.Counters, v.Reconciliation)
 	}
 
 	// The summary's address answers, and names the two invalid lines.

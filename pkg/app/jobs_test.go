@@ -45,6 +45,8 @@ type jobView struct {
 	AccountsPerSecond float64          `json:"accounts_per_second"`
 	ETASeconds        *int64           `json:"eta_seconds"`
 	StatusURL         string           `json:"status_url"`
+	Control           []map[string]any `json:"control"`
+	Reconciliation    string           `json:"reconciliation"`
 }
 
 // postJob uploads body (gzipped when gz) with the given query and headers.

@@ -110,6 +110,14 @@ type JobControl struct {
 	Received, Created ControlFigures
 }
 
+// CountAccounts sets the control figures' accounts from the counters:
+// every valid line that no later line replaced was received; created is
+// the created lines.
+func (j *Job) CountAccounts() {
+	j.Control.Received.Accounts = j.Counters.Received - j.Counters.Invalid - j.Counters.DuplicateLine
+	j.Control.Created.Accounts = j.Counters.Created
+}
+
 // Totals compares them: created counts only for a job that creates
 // accounts for real, and only once it is finished.
 func (j *Job) Totals() ([]ControlTotal, string) {

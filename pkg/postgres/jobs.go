@@ -69,10 +69,7 @@ func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 			return j, fmt.Errorf("job %d control totals: %w", j.ID, err)
 		}
 	}
-	// Accounts are counted by the counters: every valid line that no later
-	// line replaced was received; created is the created lines.
-	ctl.Received.Accounts = c.Received - c.Invalid - c.DuplicateLine
-	ctl.Created.Accounts = c.Created
+	j.CountAccounts()
 	if len(errJSON) > 0 {
 		var e dataimport.Error
 		if json.Unmarshal(errJSON, &e) == nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/gridshift/dataimport/pkg/dataimport"
 )
 
@@ -75,6 +77,48 @@ func partnerEventData(event, supplier string, stored []byte) (json.RawMessage, e
 		if err := put("counters", c); err != nil {
 			return nil, err
 		}
+		// The control totals as they stood, compared by the job's own rule.
+		if raw, ok := m["_control"]; ok {
+			ctl, result, err := jobEventControl(id, c, raw)
+			if err != nil {
+				return nil, fmt.Errorf("data of %s: %w", event, err)
+			}
+			delete(m, "_control")
+			if err := put("control", ctl); err != nil {
+				return nil, err
+			}
+			if err := put("reconciliation", result); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return json.Marshal(m)
+}
+
+// jobEventControl is a job's control totals from the figures its end
+// event kept (migration 00029).
+func jobEventControl(jobID int64, c dataimport.JobCounters, raw json.RawMessage) ([]dataimport.ControlTotal, string, error) {
+	var f struct {
+		Create                      bool                       `json:"create"`
+		DryRun                      bool                       `json:"dry_run"`
+		Declared                    dataimport.ControlDeclared `json:"declared"`
+		ReceivedTransferBalance     decimal.Decimal            `json:"received_transfer_balance"`
+		ReceivedOpeningTransactions decimal.Decimal            `json:"received_opening_transactions"`
+		ReceivedMeterPoints         int64                      `json:"received_meter_points"`
+		CreatedTransferBalance      decimal.Decimal            `json:"created_transfer_balance"`
+		CreatedOpeningTransactions  decimal.Decimal            `json:"created_opening_transactions"`
+		CreatedMeterPoints          int64                      `json:"created_meter_points"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, "", fmt.Errorf("control totals of job %d: %w", jobID, err)
+	}
+	j := dataimport.Job{ID: jobID, State: dataimport.JobCompleted, Create: f.Create, DryRun: f.DryRun, Counters: c,
+		Control: dataimport.JobControl{Declared: f.Declared,
+			Received: dataimport.ControlFigures{TransferBalance: f.ReceivedTransferBalance,
+				OpeningTransactions: f.ReceivedOpeningTransactions, MeterPoints: f.ReceivedMeterPoints},
+			Created: dataimport.ControlFigures{TransferBalance: f.CreatedTransferBalance,
+				OpeningTransactions: f.CreatedOpeningTransactions, MeterPoints: f.CreatedMeterPoints}}}
+	j.CountAccounts()
+	ctl, result := j.Totals()
+	return ctl, result, nil
 }

@@ -272,13 +272,13 @@ func (e ImportStatus) Valid() bool {
 
 // Defines values for JobHeld.
 const (
-	SupplierPaused JobHeld = "supplier_paused"
+	JobHeldSupplierPaused JobHeld = "supplier_paused"
 )
 
 // Valid indicates whether the value is a known member of the JobHeld enum.
 func (e JobHeld) Valid() bool {
 	switch e {
-	case SupplierPaused:
+	case JobHeldSupplierPaused:
 		return true
 	default:
 		return false
@@ -300,6 +300,63 @@ func (e JobReconciliation) Valid() bool {
 	case JobReconciliationMismatch:
 		return true
 	case JobReconciliationNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobEventDataReconciliation.
+const (
+	JobEventDataReconciliationMatch    JobEventDataReconciliation = "match"
+	JobEventDataReconciliationMismatch JobEventDataReconciliation = "mismatch"
+	JobEventDataReconciliationNone     JobEventDataReconciliation = "none"
+)
+
+// Valid indicates whether the value is a known member of the JobEventDataReconciliation enum.
+func (e JobEventDataReconciliation) Valid() bool {
+	switch e {
+	case JobEventDataReconciliationMatch:
+		return true
+	case JobEventDataReconciliationMismatch:
+		return true
+	case JobEventDataReconciliationNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobRerunHeld.
+const (
+	JobRerunHeldSupplierPaused JobRerunHeld = "supplier_paused"
+)
+
+// Valid indicates whether the value is a known member of the JobRerunHeld enum.
+func (e JobRerunHeld) Valid() bool {
+	switch e {
+	case JobRerunHeldSupplierPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobRerunReconciliation.
+const (
+	JobRerunReconciliationMatch    JobRerunReconciliation = "match"
+	JobRerunReconciliationMismatch JobRerunReconciliation = "mismatch"
+	JobRerunReconciliationNone     JobRerunReconciliation = "none"
+)
+
+// Valid indicates whether the value is a known member of the JobRerunReconciliation enum.
+func (e JobRerunReconciliation) Valid() bool {
+	switch e {
+	case JobRerunReconciliationMatch:
+		return true
+	case JobRerunReconciliationMismatch:
+		return true
+	case JobRerunReconciliationNone:
 		return true
 	default:
 		return false
@@ -1692,8 +1749,11 @@ type JobCounters struct {
 	Staged     int `json:"staged"`
 }
 
-// JobEventData The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended.
+// JobEventData The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters and control totals as they stood when it ended.
 type JobEventData struct {
+	// Control The declared control totals (empty when none was declared).
+	Control []ControlTotal `json:"control"`
+
 	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
 	Counters JobCounters `json:"counters"`
 
@@ -1708,9 +1768,15 @@ type JobEventData struct {
 	// JobId Examples: 42
 	JobId int64 `json:"job_id"`
 
+	// Reconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+	Reconciliation JobEventDataReconciliation `json:"reconciliation"`
+
 	// State `RECEIVING`: the body is being uploaded, nothing is processed; `PROCESSING`: the body is durably stored and its lines are staged and created; `COMPLETED`: every line has its final outcome; `FAILED`: the upload was refused or lost as a whole (nothing of it kept, see `error`); `CANCELLED`: cancelled, what was created stays.
 	State JobState `json:"state"`
 }
+
+// JobEventDataReconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+type JobEventDataReconciliation string
 
 // JobRerun A bulk import job, as a re-run of its lines left it, with what the re-run did.
 type JobRerun struct {
@@ -1719,6 +1785,9 @@ type JobRerun struct {
 
 	// BodyBytes Bytes of the body as sent (compressed, if it was).
 	BodyBytes int `json:"body_bytes"`
+
+	// Control The declared control totals (empty when none was declared).
+	Control []ControlTotal `json:"control"`
 
 	// Counters Lines of the body by outcome. `received` is every line; the others add up to it. `pending` lines are valid and not staged yet; `staged` lines wait for creation (or are final when the job only stages, or for a dry run that would succeed); `in_progress` lines are being created.
 	Counters JobCounters `json:"counters"`
@@ -1739,11 +1808,17 @@ type JobRerun struct {
 	} `json:"error,omitempty"`
 
 	// EtaSeconds Seconds until every line is finished at the current rate; null while unknown.
-	EtaSeconds     *int      `json:"eta_seconds"`
-	FinishedAt     *DateTime `json:"finished_at"`
-	Id             int       `json:"id"`
-	ImportSupplier string    `json:"import_supplier"`
-	ReceivedAt     *DateTime `json:"received_at"`
+	EtaSeconds *int      `json:"eta_seconds"`
+	FinishedAt *DateTime `json:"finished_at"`
+
+	// Held Why no creation of the job starts now: `supplier_paused` while its import supplier is Paused (the job resumes when it is Ongoing again); null when nothing is held.
+	Held           *JobRerunHeld `json:"held"`
+	Id             int           `json:"id"`
+	ImportSupplier string        `json:"import_supplier"`
+	ReceivedAt     *DateTime     `json:"received_at"`
+
+	// Reconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+	Reconciliation JobRerunReconciliation `json:"reconciliation"`
 
 	// Rerun What a re-run did: every non-blank line of its body counted once under one answer.
 	Rerun      JobRerunSummary `json:"rerun"`
@@ -1759,6 +1834,12 @@ type JobRerun struct {
 	State     JobState `json:"state"`
 	StatusUrl string   `json:"status_url"`
 }
+
+// JobRerunHeld defines model for JobRerun.Held.
+type JobRerunHeld string
+
+// JobRerunReconciliation `mismatch` when any control total does not match, `none` when the upload declared none.
+type JobRerunReconciliation string
 
 // JobRerunLine A line of a re-run's body that changed nothing, and why.
 type JobRerunLine struct {

@@ -1580,7 +1580,7 @@ export interface components {
             /** @description Why the attempt failed (error and dry-run error events). */
             error?: components["schemas"]["LatestError"];
         };
-        /** @description The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters as they stood when it ended. */
+        /** @description The data of a job's end (`job.completed-v1`, `job.failed-v1`, `job.cancelled-v1`): the counters and control totals as they stood when it ended. */
         JobEventData: {
             /**
              * Format: int64
@@ -1596,6 +1596,13 @@ export interface components {
              * @example /v1/data-import/failures/summary/?import_supplier=DEMO_ENERGY&job=42
              */
             failures_summary_url: string;
+            /** @description The declared control totals (empty when none was declared). */
+            control: components["schemas"]["ControlTotal"][];
+            /**
+             * @description `mismatch` when any control total does not match, `none` when the upload declared none.
+             * @enum {string}
+             */
+            reconciliation: "match" | "mismatch" | "none";
         };
         /** @description The data of `supplier.paused-v1`: the supplier's error-rate brake paused it (an operator resumes it). */
         SupplierPausedEventData: {
@@ -1964,6 +1971,15 @@ export interface components {
             status_url: string;
             results_url: string;
             rerun: components["schemas"]["JobRerunSummary"];
+            /** @description Why no creation of the job starts now: `supplier_paused` while its import supplier is Paused (the job resumes when it is Ongoing again); null when nothing is held. */
+            held: "supplier_paused" | null;
+            /** @description The declared control totals (empty when none was declared). */
+            control: components["schemas"]["ControlTotal"][];
+            /**
+             * @description `mismatch` when any control total does not match, `none` when the upload declared none.
+             * @enum {string}
+             */
+            reconciliation: "match" | "mismatch" | "none";
         };
         /**
          * @description What landed (CONTRACT §14): `sha256:` + the hex SHA-256 of the account as read back from the platform's tables, in RFC 8785 canonical JSON (sorted keys, no insignificant whitespace, decimals as strings with their scale), platform-assigned ids and timestamps left out. The same whichever path (v1, v2, a job) created the account; null until it is created.
@@ -4213,38 +4229,9 @@ export interface operations {
                      *         "finished_at": null,
                      *         "held": null,
                      *         "status_url": "/v1/data-import/jobs/42/",
-                     *         "results_url": "/v1/data-import/jobs/42/results/"
-                     *       },
-                     *       {
-                     *         "id": 42,
-                     *         "state": "PROCESSING",
-                     *         "import_supplier": "DEMO_ENERGY",
-                     *         "create": true,
-                     *         "dry_run": false,
-                     *         "schedule_window_start": null,
-                     *         "schedule_window_end": null,
-                     *         "counters": {
-                     *           "received": 5000,
-                     *           "pending": 1200,
-                     *           "invalid": 50,
-                     *           "duplicate_line": 20,
-                     *           "staged": 300,
-                     *           "in_progress": 200,
-                     *           "created": 3200,
-                     *           "already_imported": 30,
-                     *           "failed": 0,
-                     *           "cancelled": 0
-                     *         },
-                     *         "accounts_per_second": 610.5,
-                     *         "eta_seconds": 3,
-                     *         "body_bytes": 115565,
-                     *         "created_at": "2025-06-01T09:30:00Z",
-                     *         "received_at": "2025-06-01T09:30:02Z",
-                     *         "finished_at": null,
+                     *         "results_url": "/v1/data-import/jobs/42/results/",
                      *         "control": [],
-                     *         "reconciliation": "none",
-                     *         "status_url": "/v1/data-import/jobs/42/",
-                     *         "results_url": "/v1/data-import/jobs/42/results/"
+                     *         "reconciliation": "none"
                      *       }
                      *     ]
                      */
@@ -5516,7 +5503,10 @@ export interface operations {
                      *           }
                      *         ],
                      *         "refused_truncated": false
-                     *       }
+                     *       },
+                     *       "held": null,
+                     *       "control": [],
+                     *       "reconciliation": "none"
                      *     }
                      */
                     "application/json": components["schemas"]["JobRerun"];
