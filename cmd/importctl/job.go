@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -36,13 +37,6 @@ func newJobOut(v postgres.JobView) jobOut {
 // (CONTRACT §13). cancel and retry are audited; list and show read only.
 func (a *app) jobCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Bulk import jobs of every organisation: list, show, cancel, retry failed creations"}
-	jobID := func(s string) (int64, error) {
-		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || id <= 0 {
-			return 0, fmt.Errorf("job id %q: give a positive whole number", s)
-		}
-		return id, nil
-	}
 	var supplier, state string
 	var limit int
 	list := &cobra.Command{
@@ -91,46 +85,8 @@ func (a *app) jobCmd() *cobra.Command {
 	list.Flags().StringVar(&supplier, "supplier", "", "only this supplier's jobs")
 	list.Flags().StringVar(&state, "state", "", "only jobs in this state")
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one job's state and counters (read-only)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := jobID(args[0])
-			if err != nil {
-				return err
-			}
-			db, err := a.open(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := db.OperatorJob(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.print(newJobOut(v), describeJob(newJobOut(v)))
-		},
-	}
-	cancel := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a job: lines not started are cancelled, what was created stays",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := jobID(args[0])
-			if err != nil {
-				return err
-			}
-			db, err := a.open(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := db.OperatorCancelJob(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.print(newJobOut(v), describeJob(newJobOut(v)))
-		},
-	}
+	show := a.oneJobCmd("show ID", "Show one job's state and counters (read-only)", (*postgres.DB).OperatorJob)
+	cancel := a.oneJobCmd("cancel ID", "Cancel a job: lines not started are cancelled, what was created stays", (*postgres.DB).OperatorCancelJob)
 	var code, attr string
 	retry := &cobra.Command{
 		Use:   "retry ID [--code CODE] [--attr ATTR]",
@@ -181,4 +137,37 @@ func describeJob(j jobOut) string {
 		s += "\n  error: " + j.Error.Code + ": " + j.Error.Detail
 	}
 	return s
+}
+
+// oneJobCmd is a command on one job (ID) that prints the job act leaves.
+func (a *app) oneJobCmd(use, short string, act func(*postgres.DB, context.Context, int64) (postgres.JobView, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := jobID(args[0])
+			if err != nil {
+				return err
+			}
+			db, err := a.open(cmd)
+			if err != nil {
+				return err
+			}
+			v, err := act(db, cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return a.print(newJobOut(v), describeJob(newJobOut(v)))
+		},
+	}
+}
+
+// jobID reads a job id argument.
+func jobID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("job id %q: give a positive whole number", s)
+	}
+	return id, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
-	"github.com/gridshift/dataimport/pkg/market"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/queue"
 )
@@ -104,18 +103,8 @@ func (s *Server) postJobLines(c *gin.Context) {
 		renderError(c, dataimport.JobNotRerunnable(v.State))
 		return
 	}
-	sup, err := s.deps.Store.SupplierForOrganisation(ctx, org, v.SupplierCode)
-	if err != nil {
-		abortWithError(c, err)
-		return
-	}
-	if !sup.AcceptsAccounts() {
-		renderError(c, sup.NotOngoingError())
-		return
-	}
-	mkt, err := market.For(sup.Market)
-	if err != nil {
-		abortWithError(c, err)
+	sup, mkt, ok := s.acceptingSupplier(c, org, v.SupplierCode)
+	if !ok {
 		return
 	}
 	body, digest, sum, ok := s.rerun(c, id, sup, mkt, key != "")

@@ -167,18 +167,8 @@ func (s *Server) postJob(c *gin.Context) {
 		return
 	}
 	org := principal(c).OrganisationID
-	sup, err := s.deps.Store.SupplierForOrganisation(ctx, org, q.supplier)
-	if err != nil {
-		abortWithError(c, err)
-		return
-	}
-	if !sup.AcceptsAccounts() {
-		renderError(c, sup.NotOngoingError())
-		return
-	}
-	mkt, err := market.For(sup.Market)
-	if err != nil {
-		abortWithError(c, err)
+	sup, mkt, ok := s.acceptingSupplier(c, org, q.supplier)
+	if !ok {
 		return
 	}
 	var teamID *int64
@@ -927,4 +917,25 @@ func (s *Server) idempotencyTTL() time.Duration {
 		return s.cfg.IdempotencyTTL
 	}
 	return DefaultIdempotencyTTL
+}
+
+// acceptingSupplier is the supplier an upload names, granted to org and
+// taking accounts, with its market's rules; otherwise the refusal is
+// answered and ok is false.
+func (s *Server) acceptingSupplier(c *gin.Context, org int64, code string) (dataimport.Supplier, dataimport.Market, bool) {
+	sup, err := s.deps.Store.SupplierForOrganisation(c.Request.Context(), org, code)
+	if err != nil {
+		abortWithError(c, err)
+		return sup, nil, false
+	}
+	if !sup.AcceptsAccounts() {
+		renderError(c, sup.NotOngoingError())
+		return sup, nil, false
+	}
+	mkt, err := market.For(sup.Market)
+	if err != nil {
+		abortWithError(c, err)
+		return sup, nil, false
+	}
+	return sup, mkt, true
 }
