@@ -76,11 +76,11 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 		{"datetime with microseconds in a list", "GET", "/v1/data-import/all-account-import-processes/S/", "", 200, json,
 			`[{"external_account_number":"E","platform_account_number":"A-0000000A","account_created_at":"2026-11-23T08:58:33.694368Z"}]`, "does not match pattern"},
 		{"datetime with microseconds in a status", "GET", "/v1/data-import/account-transfer-status/S/E/", "", 200, json,
-			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33.694368Z","modified_at":"2026-11-23T08:58:33Z"}`, "does not match pattern"},
+			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33.694368Z","modified_at":"2026-11-23T08:58:33Z","landed_digest":null}`, "does not match pattern"},
 		{"datetime with an offset in a v2 status", "GET", "/v2/data-import/accounts/S/E/", "", 200, json,
 			`{"status":"PENDING","scheduled":false,"platform_account_number":"","created_at":"2026-11-23T08:58:33+01:00","modified_at":"2026-11-23T08:58:33Z","schedule_window_start":null,"schedule_window_end":null,"latest_event":null,"latest_error":null}`, "does not match pattern"},
 		{"whole-second UTC datetimes pass", "GET", "/v1/data-import/account-transfer-status/S/E/", "", 200, json,
-			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33Z","modified_at":"2026-11-23T08:58:33Z"}`, ""},
+			`{"status":"COMPLETED","platform_account_number":"A-0000000A","external_account_number":"E","account_created_at":"2026-11-23T08:58:33Z","created_at":"2026-11-23T08:58:33Z","modified_at":"2026-11-23T08:58:33Z","landed_digest":null}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, "http://api.test"+tc.path, bytes.NewReader([]byte(tc.reqBody)))
