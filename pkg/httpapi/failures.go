@@ -78,14 +78,7 @@ func (s *Server) failureParams(c *gin.Context, names []string) (postgres.Failure
 	bad := func(attr, code, detail string) {
 		errs = append(errs, dataimport.FieldError{Attr: attr, Code: code, Detail: detail})
 	}
-	values := c.Request.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		if !slices.Contains(names, name) {
-			bad(name, dataimport.CodeUnknownField, "Unknown query parameter; this endpoint takes "+strings.Join(names, ", ")+".")
-		} else if len(values[name]) > 1 {
-			bad(name, dataimport.CodeInvalid, name+" may be given once.")
-		}
-	}
+	errs = append(errs, queryNameProblems(c, names)...)
 	supplier := c.Query("import_supplier")
 	if supplier == "" {
 		bad("import_supplier", dataimport.CodeRequired, "import_supplier is required.")
@@ -320,4 +313,20 @@ func optInt(p *int64) string {
 		return ""
 	}
 	return strconv.FormatInt(*p, 10)
+}
+
+// queryNameProblems lists the query's parameters that are not among names
+// or are given more than once, in name order.
+func queryNameProblems(c *gin.Context, names []string) []dataimport.FieldError {
+	var errs []dataimport.FieldError
+	values := c.Request.URL.Query()
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if !slices.Contains(names, name) {
+			errs = append(errs, dataimport.FieldError{Attr: name, Code: dataimport.CodeUnknownField,
+				Detail: "Unknown query parameter; this endpoint takes " + strings.Join(names, ", ") + "."})
+		} else if len(values[name]) > 1 {
+			errs = append(errs, dataimport.FieldError{Attr: name, Code: dataimport.CodeInvalid, Detail: name + " may be given once."})
+		}
+	}
+	return errs
 }

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,14 +40,7 @@ func (s *Server) reconcileParams(c *gin.Context) (int64, postgres.Reconciliation
 	bad := func(attr, code, detail string) {
 		errs = append(errs, dataimport.FieldError{Attr: attr, Code: code, Detail: detail})
 	}
-	values := c.Request.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		if !slices.Contains(reconcileParamNames, name) {
-			bad(name, dataimport.CodeUnknownField, "Unknown query parameter; this endpoint takes "+strings.Join(reconcileParamNames, ", ")+".")
-		} else if len(values[name]) > 1 {
-			bad(name, dataimport.CodeInvalid, name+" may be given once.")
-		}
-	}
+	errs = append(errs, queryNameProblems(c, reconcileParamNames)...)
 	supplier := c.Query("import_supplier")
 	if supplier == "" {
 		bad("import_supplier", dataimport.CodeRequired, "import_supplier is required.")
