@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
 // `make test` failed on a fresh machine when the clone lived where the
@@ -40,7 +43,7 @@ func TestServicesUnderAnUnreachableRepo(t *testing.T) {
 	must(t, err)
 	must(t, os.WriteFile(script, body, 0o755))
 
-	pg, rd := freePort(t), freePort(t)
+	pg, rd := strconv.Itoa(testutil.FreePort(t)), strconv.Itoa(testutil.FreePort(t))
 	run := func(arg string) string {
 		cmd := exec.Command(script, arg)
 		cmd.Dir = repo
@@ -88,15 +91,6 @@ func TestServicesUnderAnUnreachableRepo(t *testing.T) {
 		c.Close()
 		t.Errorf("private Postgres still answers after down")
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }
 
 func must(t *testing.T, err error) {

@@ -113,7 +113,7 @@ func TestReadmeWalkthroughOnAMakeRunStack(t *testing.T) {
 	select {
 	case m = <-found:
 	case <-time.After(4 * time.Minute):
-		t.Fatalf("make run's script printed no key line within 4 minutes:\n%s", runOut.String())
+		t.Fatalf("make run's script printed no key line within 4 minutes:\n%s\n%s", runOut.String(), logTails(data))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -125,7 +125,7 @@ func TestReadmeWalkthroughOnAMakeRunStack(t *testing.T) {
 	out, err := sh.CombinedOutput()
 	t.Logf("walk-through output:\n%s", out)
 	if err != nil {
-		t.Fatalf("the README's walk-through failed (%v); make run's output:\n%s", err, runOut.String())
+		t.Fatalf("the README's walk-through failed (%v); make run's output:\n%s\n%s", err, runOut.String(), logTails(data))
 	}
 	// The README's CSV example (migrator convert) is accepted by the same
 	// demo supplier and catalogue: every account it writes validates
@@ -165,6 +165,24 @@ func TestReadmeWalkthroughOnAMakeRunStack(t *testing.T) {
 		}
 		out = out[i:]
 	}
+}
+
+// logTails is the end of each log make run's processes wrote: which one
+// stopped, and why.
+func logTails(dataDir string) string {
+	files, _ := filepath.Glob(filepath.Join(dataDir, "logs", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if len(body) > 4000 {
+			body = body[len(body)-4000:]
+		}
+		b.WriteString("--- " + filepath.Base(f) + " (end)\n" + string(body) + "\n")
+	}
+	return b.String()
 }
 
 func withoutVar(env []string, name string) []string {

@@ -34,6 +34,9 @@ fi
 start worker
 start api
 wait_ready "$BASE/readyz"
+# The worker answers /healthz once it serves; a worker that could not start
+# is reported here, not after the walk-through has begun.
+wait_ready "http://$WORKER_HTTP_ADDR/healthz"
 
 # Demo data: idempotent, so `make run` can be run again on the same data.
 "$BIN/importctl" supplier create DEMO_ENERGY --root demo-energy --market GB --require-products >/dev/null 2>&1 || true

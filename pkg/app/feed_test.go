@@ -502,7 +502,7 @@ func TestFeedLongPollEndsOnShutdown(t *testing.T) {
 		t.Skip("builds and runs the api binary")
 	}
 	p := newPipeline(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	api := p.StartProcess("api", "HTTP_ADDR="+addr, "SHUTDOWN_TIMEOUT=25s")
 	base := "http://" + addr
 	waitHTTP(t, base+"/readyz")

@@ -72,7 +72,7 @@ func TestJobUploadAPIKilledRetried(t *testing.T) {
 		t.Skip("builds and runs the api binary")
 	}
 	p := newPipeline(t)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	env := []string{"HTTP_ADDR=" + addr, "SHUTDOWN_TIMEOUT=1s"}
 	api := p.StartProcess("api", env...)
 	base := "http://" + addr

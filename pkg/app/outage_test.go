@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -107,7 +106,7 @@ func TestAPIKilledWithCreatesWaiting(t *testing.T) {
 	}
 	p := newPipeline(t)
 	ids := p.stageMany(0, 300)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	env := []string{"HTTP_ADDR=" + addr, "PROCESS_WAIT=60s", "SHUTDOWN_TIMEOUT=1s"}
 	api := p.StartProcess("api", env...)
 	base := "http://" + addr
@@ -191,15 +190,6 @@ func postCreate(base, token, id string) (int, error) {
 		return resp.StatusCode, fmt.Errorf("create %s: %v", id, out)
 	}
 	return resp.StatusCode, nil
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitHTTP(t *testing.T, url string) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,7 +57,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	apiAddr, consoleAddr := freeAddr(t), freeAddr(t)
+	apiAddr, consoleAddr := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	api := st.StartProcess("api", "HTTP_ADDR="+apiAddr, "CONSOLE_ADDR="+consoleAddr, "CONSOLE_COOKIE_SECURE=false", "PROCESS_WAIT=10s")
 	worker := st.StartProcess("worker", "WORKER_CONCURRENCY=4", "RECONCILE_EVERY=500ms", "RECONCILE_GRACE=2s")
 	waitFor(t, "the api", func() bool { return get("http://"+apiAddr+"/readyz") == http.StatusOK }, api)
@@ -120,16 +119,6 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func get(url string) int {

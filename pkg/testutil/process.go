@@ -92,3 +92,13 @@ func FreeAddr(tb testing.TB) string {
 	}
 	return fmt.Sprintf("127.0.0.1:%d", port)
 }
+
+// FreePort is FreeAddr's port alone.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
+}

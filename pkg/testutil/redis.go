@@ -3,11 +3,14 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,11 +93,49 @@ func (r *Redis) Stop() {
 	}
 }
 
+// freePort is a loopback port nothing listens on right now, chosen below
+// the kernel's ephemeral range: a port from that range (what binding to :0
+// gives) can be taken by any outgoing connection of a busy test run before
+// the child process that was told it binds it, and the child then exits.
+// Ports handed out once are not handed out again by this process.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+	lo, hi := portRange()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		port := lo + rand.IntN(hi-lo)
+		if portsGiven[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // in use: another
+		}
+		_ = l.Close()
+		portsGiven[port] = true
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("free port: none free in %d-%d after 200 tries", lo, hi)
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// portRange is the range freePort picks from: 10000 up to the start of the
+// ephemeral range (Linux default 32768), or 10000-30000 when unknown.
+func portRange() (lo, hi int) {
+	lo, hi = 10000, 30000
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 2 {
+		if start, err := strconv.Atoi(f[0]); err == nil && start > lo+2000 {
+			hi = start
+		}
+	}
+	return lo, hi
 }
