@@ -48,7 +48,7 @@ func TestPauseHoldsJobAndScheduledAccountThenResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker binary")
 	}
-	const n = 3000
+	n := envInt("PAUSE_JOB_LINES", 20000)
 	p := newPipeline(t)
 	ctx := context.Background()
 	must(t, p.DB.SetConcurrencyLimit(ctx, 20)) // rounds in flight when the pause comes
@@ -76,7 +76,7 @@ func TestPauseHoldsJobAndScheduledAccountThenResumes(t *testing.T) {
 	if got := p.creationsSince(pausedAt); got != 0 {
 		t.Fatalf("%d creations started after the pause answered", got)
 	}
-	if accountsAtPause >= n {
+	if accountsAtPause >= int64(n) {
 		t.Fatalf("the job finished before the pause (%d accounts): nothing was held", accountsAtPause)
 	}
 	st := p.statusV2("V2-HELD")
@@ -93,14 +93,14 @@ func TestPauseHoldsJobAndScheduledAccountThenResumes(t *testing.T) {
 	if v.State != "COMPLETED" {
 		t.Fatalf("job %s after resume: %v", v.State, v.Counters)
 	}
-	checkCounters(t, v, map[string]int64{"received": n, "created": n})
+	checkCounters(t, v, map[string]int64{"received": int64(n), "created": int64(n)})
 	if held := p.heldJob(id); held != nil {
 		t.Fatalf("finished job held = %v", held)
 	}
 	if st := p.waitV2("V2-HELD", time.Minute); st["status"] != "PROCESSED" {
 		t.Fatalf("v2 account after resume: %v", st)
 	}
-	p.assertJobAccountsOnce(n + 1) // the job's accounts and the v2 one, each once
+	p.assertJobAccountsOnce(int64(n) + 1) // the job's accounts and the v2 one, each once
 	evs := fmt.Sprint(p.eventsV2("V2-HELD"))
 	if !strings.Contains(evs, "EVENT_ACCOUNT_IMPORT_PROCESS_HELD EVENT_ACCOUNT_IMPORT_PROCESS_STARTED EVENT_ACCOUNT_IMPORT_PROCESS_PROCESSED") {
 		t.Fatalf("v2 timeline %s", evs)

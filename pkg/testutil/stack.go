@@ -32,6 +32,10 @@ type Stack struct {
 	API    *app.API
 	Server *httptest.Server
 	Logs   *SyncBuffer
+
+	// RequestTimeout bounds each request; zero is 60 s. A benchmark that
+	// uploads a large job raises it.
+	RequestTimeout time.Duration
 }
 
 // StackOption adjusts the configuration before the API is built.
@@ -187,7 +191,11 @@ func (s *Stack) Request(method, path string, body any, headers ...string) Respon
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	sent := recordBody(req)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	timeout := s.RequestTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil {
