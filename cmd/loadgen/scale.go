@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,6 +43,10 @@ type scaleConfig struct {
 	DBURL, Out                          string
 	APIPID, WorkerPID                   int
 	PgClients, PgSeconds                int
+	// Floor dumps the account tables after the run and times their restore
+	// into an empty database, with FloorJobs parallel pg_restore jobs.
+	Floor     bool
+	FloorJobs int
 	// JobAccounts is the most accounts one job carries: a partner splits a
 	// migration into jobs that fit MAX_JOB_BYTES (default 2 GiB of NDJSON,
 	// about 500,000 of these 4 KB accounts).
@@ -85,6 +91,23 @@ type scaleResult struct {
 	// TenthRates are accounts/s over each tenth of the accounts, in order
 	// (does the cost stay flat as the tables grow?).
 	TenthRates []float64 `json:"tenth_rates"`
+	// The per-read p99 while the uploads streamed in and after the last
+	// was accepted.
+	StatusP99Uploading float64 `json:"status_p99_uploading_ms"`
+	StatusP99After     float64 `json:"status_p99_after_ms"`
+	// Status reads by answer (0: no answer), job status and account v1
+	// status apart.
+	JobStatusCodes     map[int]int `json:"job_status_codes"`
+	AccountStatusCodes map[int]int `json:"account_status_codes"`
+	// Account reads sent after the account's job was accepted, and how
+	// many of them answered 404 (the 202 promises the account is known).
+	AccountReadsAccepted    int `json:"account_reads_accepted"`
+	AccountNotFoundAccepted int `json:"account_404_accepted"`
+	// Bookkeeping is the tables' growth split between the account tables
+	// and the import's bookkeeping, after a CHECKPOINT.
+	Bookkeeping *bookkeepingResult `json:"bookkeeping,omitempty"`
+	// Floor is the account tables' dump and restore.
+	Floor *floorResult `json:"floor,omitempty"`
 }
 
 // tenthRates splits the run by accounts finished into tenths and returns
@@ -155,6 +178,8 @@ func scaleCmd() *cobra.Command {
 	f.IntVar(&cfg.WorkerPID, "worker-pid", 0, "pid of the worker process (RSS sampling)")
 	f.IntVar(&cfg.PgClients, "pgbench-clients", 32, "pgbench client connections")
 	f.IntVar(&cfg.PgSeconds, "pgbench-seconds", 15, "pgbench duration (0 skips the ceiling)")
+	f.BoolVar(&cfg.Floor, "floor", true, "time pg_restore of the account tables into an empty database after the run (the physical floor)")
+	f.IntVar(&cfg.FloorJobs, "floor-jobs", runtime.NumCPU(), "pg_restore parallel jobs for the floor")
 	f.IntVar(&cfg.JobAccounts, "job-accounts", 400000, "most accounts per job (the migration is split into jobs that fit MAX_JOB_BYTES; each is uploaded while the earlier ones are processed)")
 	_ = cmd.MarkFlagRequired("api-key")
 	return cmd
@@ -195,6 +220,10 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database size: %w", err)
 	}
+	tablesBefore, err := tableSizes(ctx, cfg.DBURL)
+	if err != nil {
+		return nil, err
+	}
 	perJob := max(cfg.JobAccounts, 1)
 	res.JobAccounts, res.Jobs = perJob, (cfg.Accounts+perJob-1)/perJob
 	bodyDir, err := os.MkdirTemp("", "bench-scale-bodies-")
@@ -216,12 +245,18 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 	// Status reads at a fixed rate from the start: the latest job's, and an
 	// account's (created or not yet), alternately.
 	var mu sync.Mutex
-	var lat []struct {
-		at  float64
-		ms  float64
-		err bool
+	type read struct {
+		at   float64
+		ms   float64
+		err  bool
+		code int // 0: no answer
+		// account read (not the job's), of an account whose job had been
+		// accepted when the read was sent
+		account, accepted bool
 	}
+	var lat []read
 	var jobPaths []string
+	acceptedHi := 0 // accounts below this are in accepted jobs (sent in order)
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	defer stopStatus()
 	var wg sync.WaitGroup
@@ -241,10 +276,13 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 			if len(jobPaths) > 0 {
 				jp = jobPaths[len(jobPaths)-1]
 			}
+			hi := acceptedHi
 			mu.Unlock()
-			path := fmt.Sprintf("/v1/data-import/account-transfer-status/%s/%s%08d/", cfg.Supplier, cfg.Prefix, (i*7919)%cfg.Accounts)
+			idx := (i * 7919) % cfg.Accounts
+			path := fmt.Sprintf("/v1/data-import/account-transfer-status/%s/%s%08d/", cfg.Supplier, cfg.Prefix, idx)
+			rd := read{account: true, accepted: idx < hi}
 			if i%2 == 0 && jp != "" {
-				path = jp
+				path, rd = jp, read{}
 			}
 			go func() {
 				t0 := time.Now()
@@ -252,13 +290,13 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 				if statusCtx.Err() != nil {
 					return
 				}
-				bad := err != nil || (r.status != http.StatusOK && r.status != http.StatusNotFound)
+				rd.at, rd.ms = time.Since(start).Seconds(), float64(time.Since(t0).Microseconds())/1000
+				rd.err = err != nil || (r.status != http.StatusOK && r.status != http.StatusNotFound)
+				if err == nil {
+					rd.code = r.status
+				}
 				mu.Lock()
-				lat = append(lat, struct {
-					at  float64
-					ms  float64
-					err bool
-				}{time.Since(start).Seconds(), float64(time.Since(t0).Microseconds()) / 1000, bad})
+				lat = append(lat, rd)
 				mu.Unlock()
 			}()
 		}
@@ -277,6 +315,7 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 			}
 			mu.Lock()
 			jobPaths = append(jobPaths, path)
+			acceptedHi = hi
 			res.UploadBytes += n
 			mu.Unlock()
 			fmt.Fprintf(os.Stderr, "%.0f s: uploaded accounts %d-%d (%.1f MB gzipped)\n", time.Since(start).Seconds(), lo, hi-1, float64(n)/1e6)
@@ -359,14 +398,39 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 	if after, err := dbSize(ctx, cfg.DBURL); err == nil && res.Counters["created"] > 0 {
 		res.DiskBytesPerAccount = float64(after-before) / float64(res.Counters["created"])
 	}
+	tablesAfter, err := tableSizes(ctx, cfg.DBURL)
+	if err != nil {
+		return nil, err
+	}
+	bk := bookkeeping(tablesBefore, tablesAfter, res.Counters["created"])
+	res.Bookkeeping = &bk
+	// Before the ceiling: pgbench's accounts land in the same tables.
+	if cfg.Floor {
+		fmt.Fprintf(os.Stderr, "%.0f s: dumping the account tables and timing their restore (the floor)\n", time.Since(start).Seconds())
+		if res.Floor, err = measureFloor(ctx, cfg.DBURL, cfg.FloorJobs); err != nil {
+			return nil, err
+		}
+	}
 
 	// Per-second samples.
 	mu.Lock()
 	secs := int(res.TotalSeconds) + 1
 	per := make([][]float64, secs)
 	errs := make([]int, secs)
-	var all []time.Duration
+	var all, uploading, afterUploads []time.Duration
+	res.JobStatusCodes, res.AccountStatusCodes = map[int]int{}, map[int]int{}
 	for _, l := range lat {
+		if l.account {
+			res.AccountStatusCodes[l.code]++
+			if l.accepted {
+				res.AccountReadsAccepted++
+				if l.code == http.StatusNotFound {
+					res.AccountNotFoundAccepted++
+				}
+			}
+		} else {
+			res.JobStatusCodes[l.code]++
+		}
 		s := min(int(l.at), secs-1)
 		if l.err {
 			errs[s]++
@@ -374,10 +438,20 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleResult, error) {
 			continue
 		}
 		per[s] = append(per[s], l.ms)
-		all = append(all, time.Duration(l.ms*float64(time.Millisecond)))
+		d := time.Duration(l.ms * float64(time.Millisecond))
+		all = append(all, d)
+		if l.at-l.ms/1000 < res.UploadSeconds { // sent while uploads streamed in
+			uploading = append(uploading, d)
+		} else {
+			afterUploads = append(afterUploads, d)
+		}
 	}
 	mu.Unlock()
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	for _, xs := range [][]time.Duration{all, uploading, afterUploads} {
+		slices.Sort(xs)
+	}
+	res.StatusP99Uploading = float64(percentile(uploading, 0.99).Microseconds()) / 1000
+	res.StatusP99After = float64(percentile(afterUploads, 0.99).Microseconds()) / 1000
 	res.StatusReads = len(all)
 	res.StatusP50 = float64(percentile(all, 0.5).Microseconds()) / 1000
 	res.StatusP99 = float64(percentile(all, 0.99).Microseconds()) / 1000
@@ -539,7 +613,7 @@ func writeScale(res *scaleResult, dir string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Bulk job at scale %s\n\n", res.When.Format(time.RFC3339))
-	fmt.Fprintf(&b, "Machine: %s. One `make bench-scale` run on a fresh database: **%d accounts** (the `make bench` account: 2 customers, 1 supply address, 2 meter points with agreements and meters, 2 notes, 5 opening transactions, ~4 KB of JSON each) in bulk import jobs of at most %d accounts (each within MAX_JOB_BYTES), uploaded one after another (the worker's rounds wait while an upload streams in fast, and process what was received in between and after), each NDJSON body generated and gzipped to a file before the clock started (the partner's export) and streamed from disk; status read %s throughout (the job's status and an account's v1 status, alternately). The ceiling is `pgbench` running the same per-account SQL writes (staging, start, creation) on the same database right after, from a fresh `CHECKPOINT`.\n\n",
+	fmt.Fprintf(&b, "Machine: %s. One `make bench-scale` run on a fresh database: **%d accounts** (the `make bench` account: 2 customers, 1 supply address, 2 meter points with agreements and meters, 2 notes, 5 opening transactions, ~4 KB of JSON each) in bulk import jobs of at most %d accounts (each within MAX_JOB_BYTES), uploaded one after another (the worker's rounds wait while an upload streams in fast, and process what was received in between and after), each NDJSON body generated and gzipped to a file before the clock started (the partner's export) and streamed from disk; status read %s throughout (the job's status and an account's v1 status, alternately). The physical floor is Postgres alone landing the same account rows: after the jobs completed, the account tables dumped and timed restoring into an empty database; end to end ÷ floor is how far the pipeline is from it. The ceiling is `pgbench` running the same per-account SQL writes (staging, start, creation) on the same database right after, from a fresh `CHECKPOINT`.\n\n",
 		res.Machine, res.Accounts, res.JobAccounts, fmt.Sprintf("%d times a second", res.StatusRate))
 	ratio := 0.0
 	if res.Ceiling.AccountTPS > 0 {
@@ -552,6 +626,11 @@ func writeScale(res *scaleResult, dir string) error {
 	fmt.Fprintf(&b, "| accounts/s, end to end | **%.1f** |\n", res.AccountsPerSecond)
 	fmt.Fprintf(&b, "| pgbench per-account ceiling (same writes, %d clients) | %.1f accounts/s |\n", res.PgClients, res.Ceiling.AccountTPS)
 	fmt.Fprintf(&b, "| ratio to the ceiling | **%.2f** |\n", ratio)
+	if f := res.Floor; f != nil && f.RestoreSeconds > 0 {
+		fmt.Fprintf(&b, "| physical floor: the %d account tables dumped (`pg_dump -Fc -Z 0`, %.1f MB, %.1f s) and restored into an empty database (`pg_restore -j %d --no-owner`: schema, data, %d of %d indexes, constraints but the %d foreign keys to the supplier and import process; PostgreSQL %s) | **%.1f s**, %.1f accounts/s (%d accounts restored) |\n",
+			len(f.Tables), float64(f.DumpBytes)/1e6, f.DumpSeconds, f.RestoreJobs, f.RestoredIndexes, f.SourceIndexes, len(f.LeftOut), f.PgVersion, f.RestoreSeconds, float64(f.RestoredAccounts)/f.RestoreSeconds, f.RestoredAccounts)
+		fmt.Fprintf(&b, "| end to end ÷ floor (goal ≤ 8) | **%.1f** |\n", res.TotalSeconds/f.RestoreSeconds)
+	}
 	if len(res.TenthRates) == 10 && res.TenthRates[0] > 0 {
 		tenths := make([]string, 10)
 		for i, r := range res.TenthRates {
@@ -561,13 +640,29 @@ func writeScale(res *scaleResult, dir string) error {
 		fmt.Fprintf(&b, "| last tenth ÷ first tenth (goal ≥ 0.85) | **%.2f** |\n", res.TenthRates[9]/res.TenthRates[0])
 	}
 	fmt.Fprintf(&b, "| status reads | %d, p50 %.1f ms, **p99 %.1f ms**, max %.1f ms, %d errors |\n", res.StatusReads, res.StatusP50, res.StatusP99, res.StatusMax, res.StatusErrs)
+	if res.StatusP99Uploading > 0 || res.StatusP99After > 0 {
+		fmt.Fprintf(&b, "| status p99 of the reads sent while uploads stream in / after the last was accepted | **%.1f ms** / **%.1f ms** |\n", res.StatusP99Uploading, res.StatusP99After)
+	}
 	if up, after, ok := phaseP99s(res); ok {
 		fmt.Fprintf(&b, "| status p99 per second, median / 90th percentile of the seconds | while uploads stream in: %.1f / %.1f ms; after: %.1f / %.1f ms |\n", up[0], up[1], after[0], after[1])
 	}
+	if len(res.JobStatusCodes)+len(res.AccountStatusCodes) > 0 {
+		fmt.Fprintf(&b, "| status answers by code (0: no answer) | job status: %s; account v1 status: %s |\n", codeCounts(res.JobStatusCodes), codeCounts(res.AccountStatusCodes))
+		fmt.Fprintf(&b, "| account v1 status 404 after the account's job was accepted (goal 0) | **%d** of %d such reads |\n", res.AccountNotFoundAccepted, res.AccountReadsAccepted)
+	}
 	fmt.Fprintf(&b, "| disk per account (database growth ÷ accounts, after CHECKPOINT) | %.1f KB |\n", res.DiskBytesPerAccount/1024)
+	bk := res.Bookkeeping
+	if bk != nil && bk.AccountBytes > 0 {
+		fmt.Fprintf(&b, "| account tables per account (growth of the %d tables, heap + TOAST + indexes) | %.1f KB |\n", len(accountTables), bk.accountKB())
+		fmt.Fprintf(&b, "| bookkeeping per account (every other table: processes, versions, events, attempts, job lines, …) | %.1f KB |\n", bk.bookkeepingKB())
+		fmt.Fprintf(&b, "| bookkeeping KB ÷ account KB (goal ≤ 0.5) | **%.2f** |\n", bk.ratio())
+	}
 	fmt.Fprintf(&b, "| API peak RSS | %.1f MB |\n", float64(res.APIPeakKB)/1024)
 	fmt.Fprintf(&b, "| worker peak RSS | %.1f MB |\n", float64(res.WorkerPeakKB)/1024)
 	fmt.Fprintf(&b, "\n![accounts/s and status p99 over time](scale.png)\n")
+	if bk != nil && bk.AccountBytes > 0 {
+		fmt.Fprintf(&b, "\n## Where the bytes are\n\nEach table's growth over the run after a `CHECKPOINT` (`pg_total_relation_size`: heap, TOAST, indexes), largest first.\n\n%s", bk.markdown(12))
+	}
 	md := b.String()
 	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(md), 0o644); err != nil {
 		return err
@@ -578,6 +673,19 @@ func writeScale(res *scaleResult, dir string) error {
 	}
 	fmt.Print(md)
 	return nil
+}
+
+// codeCounts is "200 ×n, 404 ×m" in code order.
+func codeCounts(m map[int]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	codes := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d ×%d", c, m[c])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // phaseP99s is the median and the 90th percentile of the per-second

@@ -2,6 +2,9 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +70,52 @@ func TestPhaseP99s(t *testing.T) {
 	}
 	if _, _, ok := phaseP99s(&scaleResult{UploadSeconds: 10}); ok {
 		t.Fatal("a run without samples has phases")
+	}
+}
+
+// The report's floor, bookkeeping and status-answer rows come from the
+// run's figures: end to end ÷ floor, bookkeeping ÷ account bytes, and the
+// account reads that answered 404 after their job was accepted.
+func TestScaleReportRows(t *testing.T) {
+	res := &scaleResult{
+		Accounts: 1000, TotalSeconds: 50, UploadSeconds: 10, Counters: map[string]int{"created": 1000},
+		StatusP99Uploading: 12.5, StatusP99After: 4.25,
+		JobStatusCodes: map[int]int{200: 400}, AccountStatusCodes: map[int]int{404: 3, 200: 397, 0: 1},
+		AccountReadsAccepted: 380, AccountNotFoundAccepted: 3,
+		Floor:       &floorResult{Tables: accountTables, RestoreSeconds: 8, RestoredAccounts: 1000, RestoreJobs: 2},
+		Bookkeeping: &bookkeepingResult{Accounts: 1000, AccountBytes: 8 << 20, BookkeepingBytes: 2 << 20, Tables: []tableGrowth{{Table: "accounts", Account: true, Bytes: 8 << 20}, {Table: "import_processes", Bytes: 2 << 20}}},
+	}
+	dir := t.TempDir()
+	if err := writeScale(res, dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "scale.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(raw)
+	for _, want := range []string{
+		"| **8.0 s**, 125.0 accounts/s (1000 accounts restored) |",
+		"| end to end ÷ floor (goal ≤ 8) | **6.2** |",
+		"| **12.5 ms** / **4.2 ms** |",
+		"| job status: 200 ×400; account v1 status: 0 ×1, 200 ×397, 404 ×3 |",
+		"(goal 0) | **3** of 380 such reads |",
+		"| 8.2 KB |", "| 2.0 KB |", "(goal ≤ 0.5) | **0.25** |",
+		"| import_processes | bookkeeping | 2.05 | 2.0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	// A run from before these figures renders without their rows.
+	old := &scaleResult{Accounts: 1000, TotalSeconds: 50, Counters: map[string]int{"created": 1000}}
+	if err := writeScale(old, dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(filepath.Join(dir, "scale.md"))
+	for _, absent := range []string{"floor (goal", "bookkeeping KB", "404 after"} {
+		if strings.Contains(string(raw), absent) {
+			t.Errorf("a run without the figure reports %q", absent)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench-scale`: BENCH_ACCOUNTS (default 1,500,000) accounts through one
 # bulk import job on a fresh database, then pgbench's per-account ceiling for
-# the same writes; report in results/scale.md (+ scale.png, scale.json).
+# the same writes, and the physical floor (the account tables dumped and timed
+# restoring into an empty database, pg_dump/pg_restore of the server's major
+# version); report in results/scale.md (+ scale.png, scale.json).
 # BENCH_WORKER_PPROF=host:port serves the worker's pprof during the run.
 set -euo pipefail
 # shellcheck source=deploy/local/lib.sh
