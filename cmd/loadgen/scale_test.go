@@ -81,7 +81,7 @@ func TestScaleReportRows(t *testing.T) {
 		Accounts: 1000, TotalSeconds: 50, UploadSeconds: 10, Counters: map[string]int{"created": 1000},
 		StatusP99Uploading: 12.5, StatusP99After: 4.25,
 		JobStatusCodes: map[int]int{200: 400}, AccountStatusCodes: map[int]int{404: 3, 200: 397, 0: 1},
-		AccountReadsAccepted: 380, AccountNotFoundAccepted: 3,
+		AccountReadsAccepted: 380, AccountNotFoundAccepted: 3, AccountsPerSecond: 20, Ceiling: pgbenchResult{AccountTPS: 10},
 		Floor:       &floorResult{Tables: accountTables, RestoreSeconds: 8, RestoredAccounts: 1000, RestoreJobs: 2},
 		Bookkeeping: &bookkeepingResult{Accounts: 1000, AccountBytes: 8 << 20, BookkeepingBytes: 2 << 20, Tables: []tableGrowth{{Table: "accounts", Account: true, Bytes: 8 << 20}, {Table: "import_processes", Bytes: 2 << 20}}},
 	}
@@ -102,6 +102,7 @@ func TestScaleReportRows(t *testing.T) {
 		"(goal 0) | **3** of 380 such reads |",
 		"| 8.2 KB |", "| 2.0 KB |", "(goal ≤ 0.5) | **0.25** |",
 		"| import_processes | bookkeeping | 2.05 | 2.0 |",
+		"The physical floor is", "The ceiling is `pgbench`", "| ratio to the ceiling | **2.00** |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -113,7 +114,7 @@ func TestScaleReportRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = os.ReadFile(filepath.Join(dir, "scale.md"))
-	for _, absent := range []string{"floor (goal", "bookkeeping KB", "404 after"} {
+	for _, absent := range []string{"floor (goal", "bookkeeping KB", "404 after", "ceiling", "physical floor"} {
 		if strings.Contains(string(raw), absent) {
 			t.Errorf("a run without the figure reports %q", absent)
 		}
