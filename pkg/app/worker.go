@@ -153,6 +153,16 @@ func (w *Worker) registerGauges(ctx context.Context, slots *queue.Semaphore) {
 			}
 			return float64(n)
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dataimport_creation_shared_transactions_total",
+			Help: "Per-account creation transactions that carried several accounts at once (group commit)."}, func() float64 {
+			n, _ := postgres.CreationGroupStats()
+			return float64(n)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dataimport_creation_shared_accounts_total",
+			Help: "Accounts created in shared per-account creation transactions (divided by the transactions: the batch size)."}, func() float64 {
+			_, n := postgres.CreationGroupStats()
+			return float64(n)
+		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dataimport_queue_depth",
 			Help: "Account-creation tasks waiting or running in the queue (cluster-wide)."}, func() float64 {
 			qi, err := w.inspector.GetQueueInfo(queue.QueueAccounts)

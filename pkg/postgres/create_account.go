@@ -87,9 +87,39 @@ func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProce
 // one's account and does nothing. A dry run does the same work and rolls back.
 //
 // The transaction is one round trip whatever the account's size (see
-// create_batch.go); a platform-number collision, decided by the unique
-// constraint, redoes it with a fresh number.
+// create_batch.go), and concurrent calls share it (create_group.go); a
+// platform-number collision, decided by the unique constraint, redoes it
+// with a fresh number.
 func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResult, error) {
+	if in.DryRun {
+		// A dry run's transaction is rolled back: it cannot carry others.
+		return db.createAccountAlone(ctx, in)
+	}
+	return db.creator.run(ctx, in)
+}
+
+// newCreateGroup is the group commit of per-account creations, with a
+// transaction per flusher at once.
+func (db *DB) newCreateGroup(flushers int) *createGroup {
+	return newCreateGroup(flushers, groupMaxBatch, db.createAccountsGrouped, db.createAccountAlone)
+}
+
+// createAccountsGrouped creates accounts of unrelated processes in one
+// transaction, each with a fresh platform number.
+func (db *DB) createAccountsGrouped(ctx context.Context, ins []CreationInput) ([]CreationResult, error) {
+	numbers := make([]string, len(ins))
+	for i := range numbers {
+		n, err := platformNumbers()
+		if err != nil {
+			return nil, err
+		}
+		numbers[i] = n
+	}
+	return db.createAccountsOnce(ctx, 0, ins, numbers)
+}
+
+// createAccountAlone creates one account in a transaction of its own.
+func (db *DB) createAccountAlone(ctx context.Context, in CreationInput) (CreationResult, error) {
 	for range 10 {
 		number, err := platformNumbers()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ type DB struct {
 	control  controlCache  // see control_cache.go
 	feed     *feedWatch    // see feed_watch.go
 	stager   *stageBatcher // see stage_batch.go
+	creator  *createGroup  // see create_group.go
 	writers  *semaphore.Weighted
 	// uploads bounds the connections bulk uploads hold at once to half the
 	// pool, so uploads can never starve status reads (see ReceiveJob).
@@ -69,6 +71,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	db := &DB{gorm: g, sql: s, readGorm: g, readSQL: s, dsn: dsn, control: controlCache{entries: map[string]controlEntry{}},
 		feed: newFeedWatch()}
 	db.stager = newStageBatcher(stageFlushers, stageMaxBatch, db.stageRows)
+	db.creator = db.newCreateGroup(runtime.NumCPU())
 	db.uploads.Store(semaphore.NewWeighted(uploadConns(defaultMaxConns)))
 	return db, nil
 }
@@ -147,9 +150,14 @@ func (db *DB) SetMaxConns(n int) {
 // before creating accounts, not while they are being created.
 func (db *DB) SetCreationWriters(n int) {
 	db.writers = nil
+	flushers := runtime.NumCPU()
 	if n > 0 {
 		db.writers = semaphore.NewWeighted(int64(n))
+		flushers = n
 	}
+	// One shared transaction per writer: a flusher beyond them would only
+	// wait for a writer with a batch taken too early, and a smaller one.
+	db.creator = db.newCreateGroup(flushers)
 }
 
 // uploadConns is how many of a pool of n connections uploads may hold at

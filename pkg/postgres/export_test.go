@@ -55,3 +55,15 @@ func (db *DB) RecordSupplierEvent(ctx context.Context, supplierID int64, event s
 	}
 	return tx.Commit()
 }
+
+// CreationsQueued is how many per-account creations wait for a shared
+// transaction.
+func (db *DB) CreationsQueued() int {
+	db.creator.mu.Lock()
+	defer db.creator.mu.Unlock()
+	return len(db.creator.queue)
+}
+
+// CreationGroupFallbacks counts shared creation transactions that failed and
+// handed their accounts back to be created alone.
+func CreationGroupFallbacks() int64 { return groupFallbacks.Load() }
