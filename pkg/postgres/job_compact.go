@@ -172,8 +172,8 @@ func commit(tx *sql.Tx, jobID int64) error {
 
 // keptFigures are the figures of a staged payload as reconciliation reads
 // them (dataimport.StagedFigures), those other than 0 only, as decimal
-// strings of coefficient and exponent ("15771e-2"): exact, so the figures
-// read back are the same numbers with the same scale.
+// strings of coefficient and exponent ("15771e-2", "2"): exact, so the
+// figures read back are the same numbers with the same scale.
 func keptFigures(payload string) (string, error) {
 	var a dataimport.Account
 	if err := json.Unmarshal([]byte(payload), &a); err != nil {
@@ -182,7 +182,10 @@ func keptFigures(payload string) (string, error) {
 	out := map[string]string{}
 	for k, v := range dataimport.StagedFigures(&a) {
 		if !v.IsZero() {
-			out[k] = fmt.Sprintf("%se%d", v.Coefficient().String(), v.Exponent())
+			out[k] = v.Coefficient().String()
+			if v.Exponent() != 0 {
+				out[k] += fmt.Sprintf("e%d", v.Exponent())
+			}
 		}
 	}
 	b, err := json.Marshal(out)
