@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Bytes a job leaves behind, table by table (CONTRACT §11's bookkeeping
@@ -28,6 +29,23 @@ func (p *pipeline) tableBytes() map[string]int64 {
 	if err := p.DB.Gorm().Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname <> 'goose_db_version'`).Scan(&names).Error; err != nil {
 		p.TB.Fatal(err)
+	}
+	// Rows deleted just before are kept by VACUUM FULL while a transaction
+	// that began before the delete runs (the event relay's, every 100 ms):
+	// wait until every snapshot is newer than now.
+	var mark int64
+	if err := p.DB.Gorm().Raw(`SELECT pg_current_xact_id()::text::bigint`).Scan(&mark).Error; err != nil {
+		p.TB.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		older := p.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND backend_xmin IS NOT NULL AND backend_xmin::text::bigint <= ?`, mark)
+		if older == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.TB.Fatalf("%d transactions older than the measure still run", older)
+		}
 	}
 	out := map[string]int64{}
 	for _, name := range names {

@@ -26,9 +26,11 @@ import (
 // compactionAnswers are the answers compaction must leave unchanged.
 func (p *pipeline) compactionAnswers(id int64, externals []string) map[string][]byte {
 	p.TB.Helper()
+	// Every answer is a 200 but an invalid line's status: its account was
+	// never staged (404).
 	get := func(path string) []byte {
 		r := p.As(p.token, http.MethodGet, path, nil)
-		if r.Status >= 500 {
+		if want := http.StatusOK; r.Status != want && !(strings.Contains(path, "/CMP-00150/") && r.Status == http.StatusNotFound) {
 			p.TB.Fatalf("%s: %d %s", path, r.Status, r.Body)
 		}
 		return append([]byte(fmt.Sprintf("%d ", r.Status)), r.Body...)
@@ -70,9 +72,10 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	// Lines of the benchmark's account with balances of their own; 1 in 100
 	// invalid, 1 in 200 naming a tariff nobody has (its creation fails),
 	// the first 5 already imported, 5 repeating an earlier line.
+	// Fewer lines would measure the tables' page overhead more than the job.
 	n := 2000
 	if testing.Short() {
-		n = 400
+		n = 1000
 	}
 	const good, tariff = `"product_code":"DEMO-VAR-24-02"`, `"tariff_code":"NO-SUCH-TARIFF"`
 	var body strings.Builder
@@ -109,6 +112,12 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	// Already imported, tampered with, failed, invalid, repeated.
 	externals := []string{"CMP-00000", "CMP-00042", "CMP-00120", "CMP-00150", fmt.Sprintf("CMP-%05d", n/2-3)}
 	before := p.compactionAnswers(id, externals)
+	for name, want := range map[string]string{"failures of the job": `"CMP-00150"`, "failure summary": `"tariff_code_not_found"`,
+		"failed results": `"CMP-00120"`, "v1 status CMP-00000": `"COMPLETED"`} {
+		if !bytes.Contains(before[name], []byte(want)) {
+			t.Fatalf("%s lacks %s: %s", name, want, before[name])
+		}
+	}
 	if !bytes.Contains(before["reconciliation of job"], []byte(`"CMP-00042"`)) {
 		t.Fatalf("reconciliation does not name the tampered account: %s", before["reconciliation of job"])
 	}
