@@ -31,20 +31,24 @@ func (p *pipeline) tableBytes() map[string]int64 {
 		p.TB.Fatal(err)
 	}
 	// Rows deleted just before are kept by VACUUM FULL while a transaction
-	// that began before the delete runs (the event relay's, every 100 ms):
-	// wait until every snapshot is newer than now.
+	// that began before the delete runs: this database's (the event relay's,
+	// every 100 ms), and some of other databases' (creating or dropping a
+	// database, other tests on the same server). Wait until every snapshot
+	// is newer than now; past a minute, measure anyway (the caller may
+	// measure again).
 	var mark int64
 	if err := p.DB.Gorm().Raw(`SELECT pg_current_xact_id()::text::bigint`).Scan(&mark).Error; err != nil {
 		p.TB.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		older := p.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-			AND backend_xmin IS NOT NULL AND backend_xmin::text::bigint <= ?`, mark)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		older := p.count(`SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()
+			AND (backend_xmin::text::bigint <= ? OR backend_xid::text::bigint <= ?)`, mark, mark)
 		if older == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			p.TB.Fatalf("%d transactions older than the measure still run", older)
+			p.TB.Logf("%d transactions older than the measure still run: dead rows may be counted", older)
+			break
 		}
 	}
 	out := map[string]int64{}

@@ -127,7 +127,12 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	if done, err := compactor.Once(t.Context()); err != nil || done != 1 {
 		t.Fatalf("compaction: %d jobs, %v", done, err)
 	}
+	// Measured again if over: a transaction elsewhere on the server may
+	// have kept the deleted rows from VACUUM FULL (tableBytes).
 	compact := grownSince(base, p.tableBytes())
+	for try := 0; compact.PerKB() > 0.5 && try < 2; try++ {
+		compact = grownSince(base, p.tableBytes())
+	}
 	accounts := v.Counters["created"]
 	t.Logf("before compaction:\n%s", whole.String(accounts))
 	t.Logf("after compaction:\n%s", compact.String(accounts))
@@ -147,6 +152,13 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	if got := p.count(`SELECT count(*) FROM import_process_versions v JOIN import_processes p ON p.id = v.process_id
 		WHERE p.platform_account_number IS NULL`); got != wantFailed {
 		t.Errorf("%d staged versions of accounts not created, want %d", got, wantFailed)
+	}
+	// The console's account page says why a created account lists none.
+	for ext, dropped := range map[string]bool{"CMP-00042": true, "CMP-00120": false} {
+		tl, err := p.DB.FindTimeline(t.Context(), "DEMO_ENERGY", ext)
+		if err != nil || tl.VersionsDropped != dropped || (len(tl.Versions) == 0) != dropped {
+			t.Errorf("%s's timeline: %d versions, dropped %v (%v)", ext, len(tl.Versions), tl.VersionsDropped, err)
+		}
 	}
 	op, err := p.DB.OperatorJob(t.Context(), id)
 	if err != nil || op.CompactedAt == nil {
