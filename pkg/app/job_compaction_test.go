@@ -202,3 +202,48 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 		t.Errorf("%d lines keep their text after the re-run's compaction, want the %d failed", got, wantFailed)
 	}
 }
+
+// TestWorkerCompactsCompletedJobs: the worker compacts a job by itself once
+// it has been COMPLETED for JOB_COMPACT_AFTER, and the operator's view says
+// when.
+func TestWorkerCompactsCompletedJobs(t *testing.T) {
+	p := newPipeline(t)
+	p.StartWorker(func(c *testutil.StackConfig) {
+		c.JobCompactEvery, c.JobCompactAfter = 100*time.Millisecond, 3*time.Second
+	})
+	var body strings.Builder
+	for i := range 20 {
+		body.WriteString(p.jobAccountLine(fmt.Sprintf("WCP-%02d", i)) + "\n")
+	}
+	id := acceptedJob(t, p.postJob(p.token, jobQuery, strings.NewReader(body.String()), false))
+	if v := p.waitJob(p.token, id, time.Minute); v.Counters["created"] != 20 {
+		t.Fatalf("job: %+v", v)
+	}
+	// Whole until JOB_COMPACT_AFTER has passed.
+	if op, err := p.DB.OperatorJob(t.Context(), id); err != nil || op.CompactedAt != nil {
+		t.Fatalf("compacted at %v at once (%v)", op.CompactedAt, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		op, err := p.DB.OperatorJob(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.CompactedAt != nil {
+			if op.CompactedAt.Before(*op.FinishedAt) || op.CompactedAt.Sub(*op.FinishedAt) < 3*time.Second {
+				t.Errorf("compacted at %v, finished at %v", op.CompactedAt, op.FinishedAt)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not compact the completed job")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := p.count(`SELECT count(*) FROM import_job_records WHERE job_id = ? AND payload IS NOT NULL`, id); n != 0 {
+		t.Errorf("%d lines keep their text", n)
+	}
+	if n := p.count(`SELECT count(*) FROM import_processes WHERE staged_figures IS NOT NULL`); n != 20 {
+		t.Errorf("%d accounts keep their staged figures, want 20", n)
+	}
+}
