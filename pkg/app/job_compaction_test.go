@@ -201,6 +201,35 @@ func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	if got := p.count(`SELECT count(*) FROM import_job_records WHERE job_id = ? AND payload IS NOT NULL`, id); got != wantFailed {
 		t.Errorf("%d lines keep their text after the re-run's compaction, want the %d failed", got, wantFailed)
 	}
+	// The drill-down of an invalid line's failure, now created: its text
+	// was dropped, and the operator is told why; a failed line's is kept.
+	sup, err := p.DB.SupplierByCode(t.Context(), "DEMO_ENERGY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	err = p.DB.EachFailure(t.Context(), postgres.FailureQuery{SupplierID: sup.ID, JobID: id, Limit: 1000}, func(f postgres.Failure) error {
+		fp, err := p.DB.PayloadOfFailure(t.Context(), sup.ID, f)
+		if err != nil {
+			return err
+		}
+		switch f.ExternalAccountNumber {
+		case "CMP-00150":
+			seen[f.ExternalAccountNumber] = true
+			if fp.Payload != nil || !strings.Contains(fp.Missing, "compacted") {
+				t.Errorf("drill-down of a re-run, created line: %+v", fp)
+			}
+		case "CMP-00120":
+			seen[f.ExternalAccountNumber] = true
+			if fp.Payload == nil {
+				t.Errorf("drill-down of a failed line: %+v", fp)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(seen) != 2 {
+		t.Fatalf("failures of the job: %v, seen %v", err, seen)
+	}
 }
 
 // TestWorkerCompactsCompletedJobs: the worker compacts a job by itself once
