@@ -25,12 +25,16 @@ type jobOut struct {
 	Error          *dataimport.Error      `json:"error"`
 	CreatedAt      time.Time              `json:"created_at"`
 	FinishedAt     *time.Time             `json:"finished_at"`
+	// CompactedAt: when the completed job dropped what its created lines
+	// were sent as (null while it keeps them).
+	CompactedAt *time.Time `json:"compacted_at"`
 }
 
 func newJobOut(v postgres.JobView) jobOut {
 	j := v.Job
 	return jobOut{ID: j.ID, OrganisationID: j.OrganisationID, ImportSupplier: j.SupplierCode, State: j.State, Create: j.Create, DryRun: j.DryRun,
-		Counters: j.Counters, Error: j.Error, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt}
+		Counters: j.Counters, Error: j.Error, CreatedAt: j.CreatedAt.UTC(), FinishedAt: j.FinishedAt,
+		CompactedAt: j.CompactedAt}
 }
 
 // jobCmd lists, shows, cancels and retries bulk jobs of every organisation
@@ -135,6 +139,9 @@ func describeJob(j jobOut) string {
 		c.Created, c.AlreadyImported, c.Failed, c.Cancelled)
 	if j.Error != nil {
 		s += "\n  error: " + j.Error.Code + ": " + j.Error.Detail
+	}
+	if j.CompactedAt != nil {
+		s += "\n  compacted " + j.CompactedAt.UTC().Format(time.RFC3339) + ": the text of its created lines and their accounts' staged versions are no longer kept"
 	}
 	return s
 }

@@ -157,6 +157,9 @@ func (a *API) consoleBulkJobs(ctx context.Context) ([]console.BulkJob, error) {
 	out := make([]console.BulkJob, len(jobs))
 	for i, j := range jobs {
 		out[i] = console.BulkJob{ID: strconv.FormatInt(j.ID, 10), Supplier: j.Supplier, Status: string(j.State), Done: j.Done, Total: j.Total}
+		if j.CompactedAt != nil {
+			out[i].Compacted = j.CompactedAt.UTC().Format("2006-01-02 15:04:05Z")
+		}
 		switch j.Reconciliation {
 		case dataimport.ReconciliationMatch:
 			out[i].Control = j.Reconciliation

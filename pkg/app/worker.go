@@ -41,6 +41,8 @@ type Worker struct {
 	reconciler *jobs.Reconciler
 	log        *slog.Logger
 	sweeper    *jobs.IdempotencySweeper
+	compactor  *jobs.JobCompactor
+	compacted  chan struct{} // closed when the compactor has stopped
 	stats      *jobs.StatisticsKeeper
 	stop       context.CancelFunc
 	done       chan struct{}
@@ -63,7 +65,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	db, rdb, redisOpt := c.db, c.rdb, c.redisOpt
 	db.SetCreationWriters(cfg.WorkerDBWriters)
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
-		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), analyzed: make(chan struct{}),
+		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), compacted: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{}), paced: make(chan struct{}), beating: make(chan struct{})}
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders)
 	held := newCountingSlots(slots) // the creation handlers' slots: this replica's busy count
@@ -98,6 +100,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
 		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace, LostUploadAfter: cfg.UploadLostAfter}
 	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
+	w.compactor = &jobs.JobCompactor{Store: db, Log: log, Every: cfg.JobCompactEvery, After: cfg.JobCompactAfter, Pause: compactPause}
 	w.stats = &jobs.StatisticsKeeper{Store: db, Log: log, Every: analyzeEvery}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
@@ -218,6 +221,10 @@ func (w *Worker) Start() error {
 		w.sweeper.Run(ctx)
 	}()
 	go func() {
+		defer close(w.compacted)
+		w.compactor.Run(ctx)
+	}()
+	go func() {
 		defer close(w.analyzed)
 		w.stats.Run(ctx)
 	}()
@@ -233,6 +240,10 @@ func (w *Worker) Start() error {
 // replayed), and every worker sweeps.
 const idempotencySweepEvery = time.Minute
 
+// compactPause spaces a completed job's compaction batches (500 lines
+// each, some milliseconds): imports under way keep the database.
+const compactPause = 20 * time.Millisecond
+
 // analyzeEvery paces the statistics keeper: at a thousand accounts a second
 // a table grows by a tenth well within it until it holds some hundred
 // thousand rows, and then a tenth takes longer than this anyway.
@@ -245,6 +256,7 @@ func (w *Worker) Shutdown() {
 		w.stop()
 		<-w.done
 		<-w.swept
+		<-w.compacted
 		<-w.analyzed
 		<-w.dispatched
 		<-w.paced

@@ -38,6 +38,10 @@ type Config struct {
 	// before another may take it over.
 	MaxJobBytesRaw string        `env:"MAX_JOB_BYTES" envDefault:"2GiB"`
 	JobLease       time.Duration `env:"JOB_LEASE" envDefault:"30s"`
+	// Compaction of completed jobs (jobs.JobCompactor): how often workers
+	// look for them, and how long after completing a job is left whole.
+	JobCompactEvery time.Duration `env:"JOB_COMPACT_EVERY" envDefault:"1m"`
+	JobCompactAfter time.Duration `env:"JOB_COMPACT_AFTER" envDefault:"10m"`
 	// Upload hardening (a stalled or hostile upload must not hold shared
 	// resources nor fill Postgres): how long an upload may send nothing
 	// (408), how many uploads at once per organisation across replicas and

@@ -126,6 +126,9 @@ type BulkJob struct {
 	// Control is the job's control totals: "match", "mismatch: <totals>",
 	// or "" when none was declared.
 	Control string
+	// Compacted is when a completed job dropped what its created lines were
+	// sent as ("" while it keeps them).
+	Compacted string
 }
 
 // Percent is the job's progress for its bar.

@@ -99,6 +99,10 @@ type Job struct {
 	ReceivedAt     *time.Time
 	FinishedAt     *time.Time
 	ModifiedAt     time.Time
+	// CompactedAt is when the job was last compacted (what its created
+	// lines were sent as dropped, pkg/postgres/job_compact.go); nil: never,
+	// or not since it last completed. Operators' views only.
+	CompactedAt *time.Time
 	// Held says why no creation of the job starts now (HeldSupplierPaused),
 	// "" when none is held.
 	Held string

@@ -48,14 +48,17 @@ func (db *DB) PayloadOfFailure(ctx context.Context, supplierID int64, f Failure)
 			return FailurePayload{Missing: "The job this line belonged to has been deleted."}, nil
 		}
 		var payload sql.NullString
-		err := db.sql.QueryRowContext(ctx, `SELECT r.payload FROM import_job_records r JOIN import_jobs j ON j.id = r.job_id
-			WHERE r.job_id = $1 AND r.line = $2 AND j.supplier_id = $3`, *f.Job, *f.Line, supplierID).Scan(&payload)
+		var compacted bool
+		err := db.sql.QueryRowContext(ctx, `SELECT r.payload, j.compacted_at IS NOT NULL FROM import_job_records r JOIN import_jobs j ON j.id = r.job_id
+			WHERE r.job_id = $1 AND r.line = $2 AND j.supplier_id = $3`, *f.Job, *f.Line, supplierID).Scan(&payload, &compacted)
 		from := fmt.Sprintf("job %d, line %d", *f.Job, *f.Line)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return FailurePayload{From: from, Missing: "The job's line is no longer stored."}, nil
 		case err != nil:
 			return FailurePayload{}, fmt.Errorf("failure payload: %w", err)
+		case !payload.Valid && compacted:
+			return FailurePayload{From: from, Missing: "The line's text was dropped when its job was compacted, once complete: the line's account was created."}, nil
 		case !payload.Valid:
 			return FailurePayload{From: from, Missing: "The line's text was not kept (a line over the length limit, or an upload from before invalid lines kept theirs)."}, nil
 		}
@@ -66,10 +69,13 @@ func (db *DB) PayloadOfFailure(ctx context.Context, supplierID int64, f Failure)
 	}
 	var version sql.NullInt64
 	var payload sql.NullString
-	err := db.sql.QueryRowContext(ctx, `SELECT v.version, v.payload::text FROM import_processes p
+	var compacted bool
+	err := db.sql.QueryRowContext(ctx, `SELECT v.version, v.payload::text, p.staged_figures IS NOT NULL FROM import_processes p
 		LEFT JOIN import_process_versions v ON v.process_id = p.id AND v.version = p.staged_version
-		WHERE p.supplier_id = $1 AND p.external_account_number = $2`, supplierID, f.ExternalAccountNumber).Scan(&version, &payload)
+		WHERE p.supplier_id = $1 AND p.external_account_number = $2`, supplierID, f.ExternalAccountNumber).Scan(&version, &payload, &compacted)
 	switch {
+	case err == nil && !payload.Valid && compacted:
+		return FailurePayload{Missing: "The account was created by a bulk job since compacted: its staged versions were dropped."}, nil
 	case errors.Is(err, sql.ErrNoRows) || (err == nil && !payload.Valid):
 		return FailurePayload{Missing: "The account has no staged version."}, nil
 	case err != nil:

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
 )
@@ -19,6 +20,7 @@ type JobProgress struct {
 	// totals that do not match: a mismatch is never silent (CONTRACT §14).
 	Reconciliation string
 	Mismatched     []string
+	CompactedAt    *time.Time // see dataimport.Job
 }
 
 // ConsoleJobs lists every job receiving or processing, then those finished
@@ -39,7 +41,8 @@ func (db *DB) ConsoleJobs(ctx context.Context, limit int) ([]JobProgress, error)
 			return nil, fmt.Errorf("console jobs: %w", err)
 		}
 		c := j.Counters
-		p := JobProgress{ID: j.ID, Supplier: j.SupplierCode, State: j.State, Total: c.Received, Done: c.Received - c.Pending - c.InProgress}
+		p := JobProgress{ID: j.ID, Supplier: j.SupplierCode, State: j.State, Total: c.Received, Done: c.Received - c.Pending - c.InProgress,
+			CompactedAt: j.CompactedAt}
 		if j.Create && !j.DryRun {
 			p.Done -= c.Staged // still to create
 		}

@@ -42,7 +42,8 @@ const jobColumns = `j.id, j.organisation_id, j.supplier_id, s.code, j.operations
 	j.error, j.body_bytes, j.n_received, j.n_pending, j.n_invalid, j.n_duplicate_line, j.n_staged, j.n_in_progress, j.n_created,
 	j.n_already_imported, j.n_failed, j.n_cancelled, j.created_at, j.received_at, j.finished_at, j.modified_at, j.rate_samples::text, s.status,
 	coalesce(j.control_declared::text, ''), j.received_transfer_balance::text, j.received_opening_transactions::text, j.received_meter_points,
-	j.created_transfer_balance::text, j.created_opening_transactions::text, j.created_meter_points`
+	j.created_transfer_balance::text, j.created_opening_transactions::text, j.created_meter_points,
+	CASE WHEN j.compacted_at >= j.finished_at THEN j.compacted_at END`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -56,7 +57,7 @@ func scanJob(r rowScanner, rate *[]RateSample) (dataimport.Job, error) {
 		&errJSON, &j.BodyBytes, &c.Received, &c.Pending, &c.Invalid, &c.DuplicateLine, &c.Staged, &c.InProgress, &c.Created,
 		&c.AlreadyImported, &c.Failed, &c.Cancelled, &j.CreatedAt, &j.ReceivedAt, &j.FinishedAt, &j.ModifiedAt, &samples, &supplierStatus,
 		&declared, &ctl.Received.TransferBalance, &ctl.Received.OpeningTransactions, &ctl.Received.MeterPoints,
-		&ctl.Created.TransferBalance, &ctl.Created.OpeningTransactions, &ctl.Created.MeterPoints)
+		&ctl.Created.TransferBalance, &ctl.Created.OpeningTransactions, &ctl.Created.MeterPoints, &j.CompactedAt)
 	if err != nil {
 		return j, err
 	}

@@ -54,7 +54,9 @@ type LandedStaged struct {
 func (db *DB) EachLanded(ctx context.Context, supplierID int64, f ReconciliationFilter, fn func(LandedStaged) error) error {
 	var after int64
 	for {
-		q := `SELECT a.id, v.payload::text FROM accounts a
+		// A compacted job's accounts have no staged version left, only the
+		// figures of the one they were created from (job_compact.go).
+		q := `SELECT a.id, v.payload::text, p.staged_figures::text FROM accounts a
 			JOIN import_processes p ON p.id = a.import_process_id
 			LEFT JOIN import_process_versions v ON v.process_id = p.id AND v.version = p.staged_version
 			WHERE a.supplier_id = $1 AND a.id > $2`
@@ -74,17 +76,19 @@ func (db *DB) EachLanded(ctx context.Context, supplierID int64, f Reconciliation
 			return fmt.Errorf("reconcile: %w", err)
 		}
 		var ids []int64
-		payloads := map[int64]string{}
+		payloads, kept := map[int64]string{}, map[int64]string{}
 		for rows.Next() {
 			var id int64
-			var payload *string
-			if err := rows.Scan(&id, &payload); err != nil {
+			var payload, figures *string
+			if err := rows.Scan(&id, &payload, &figures); err != nil {
 				rows.Close()
 				return fmt.Errorf("reconcile: %w", err)
 			}
 			ids = append(ids, id)
 			if payload != nil {
 				payloads[id] = *payload
+			} else if figures != nil {
+				kept[id] = *figures
 			}
 		}
 		rows.Close()
@@ -113,6 +117,10 @@ func (db *DB) EachLanded(ctx context.Context, supplierID int64, f Reconciliation
 					return fmt.Errorf("reconcile: staged payload of %s: %w", l.ExternalAccountNumber, err)
 				}
 				ls.StagedFigures = dataimport.StagedFigures(&a)
+			} else if k, ok := kept[id]; ok {
+				if ls.StagedFigures, err = figuresFromKept(k); err != nil {
+					return fmt.Errorf("reconcile: %s: %w", l.ExternalAccountNumber, err)
+				}
 			}
 			if err := fn(ls); err != nil {
 				return err

@@ -16,9 +16,12 @@ type Timeline struct {
 	Supplier string
 	Process  dataimport.ImportProcess
 	Versions []StagedVersion
-	Attempts []AttemptRow
-	Events   []Event
-	Post     PostImportData
+	// VersionsDropped: the account's staged versions were dropped when the
+	// bulk job that created it was compacted (job_compact.go).
+	VersionsDropped bool
+	Attempts        []AttemptRow
+	Events          []Event
+	Post            PostImportData
 }
 
 // StagedVersion is one staged payload.
@@ -79,6 +82,11 @@ func (db *DB) FindTimeline(ctx context.Context, supplierCode, number string) (Ti
 	if err := g.Raw(`SELECT version, created_at, payload FROM import_process_versions WHERE process_id = ? ORDER BY version`, id).
 		Scan(&t.Versions).Error; err != nil {
 		return Timeline{}, fmt.Errorf("staged versions: %w", err)
+	}
+	if len(t.Versions) == 0 {
+		if err := g.Raw(`SELECT staged_figures IS NOT NULL FROM import_processes WHERE id = ?`, id).Scan(&t.VersionsDropped).Error; err != nil {
+			return Timeline{}, fmt.Errorf("staged versions: %w", err)
+		}
 	}
 	if err := g.Raw(`SELECT attempt, outcome, error, platform_account_number, finished_at FROM import_attempts WHERE process_id = ? ORDER BY attempt`, id).
 		Scan(&t.Attempts).Error; err != nil {
