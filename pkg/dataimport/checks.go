@@ -127,8 +127,8 @@ func (c *collector) phone(a attr, s *string, region string) {
 		c.maxLength(a, *s, defaultMaxLength)
 		return
 	}
-	num, err := phonenumbers.Parse(*s, region)
-	if err != nil || !phonenumbers.IsValidNumber(num) {
+	num, err := parsePhone(*s, region)
+	if err != nil || !phoneValid(num) {
 		c.addAt(a, CodeInvalidPhoneNumber, "Enter a valid phone number.")
 		return
 	}
