@@ -82,6 +82,20 @@ func significantPlaces(d decimal.Decimal) int {
 	if exp >= 0 {
 		return 0
 	}
+	// Every real amount's coefficient fits an int64: counted without the
+	// four big.Int allocations of the general case below.
+	if d.NumDigits() <= 18 {
+		c := d.CoefficientInt64()
+		if c == 0 {
+			return 0
+		}
+		places := int(-exp)
+		for places > 0 && c%10 == 0 {
+			c /= 10
+			places--
+		}
+		return places
+	}
 	c := new(big.Int).Abs(d.Coefficient())
 	if c.Sign() == 0 {
 		return 0
