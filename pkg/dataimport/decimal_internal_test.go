@@ -91,3 +91,27 @@ func TestSignificantPlacesAgreesWithBigInt(t *testing.T) {
 		}
 	}
 }
+
+// Every string of up to 6 characters over the grammar's alphabet (and a
+// few strangers) gets the same answer by hand as from the expression.
+func TestDecimalSyntaxByHand(t *testing.T) {
+	alphabet := []byte("-+0159.eE x\u00e9")
+	var walk func(s []byte)
+	walk = func(s []byte) {
+		if got, want := isDecimalSyntax(string(s)), decimalSyntax.MatchString(string(s)); got != want {
+			t.Fatalf("%q: by hand %v, expression %v", s, got, want)
+		}
+		if len(s) == 6 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(s, c))
+		}
+	}
+	walk(nil)
+	for _, s := range []string{"123456789012345678", "-0.000e-00", "1e+5\n", "\n1", "01", "-", "1.", ".1", "1e", "1e+", "1.5E-3"} {
+		if got, want := isDecimalSyntax(s), decimalSyntax.MatchString(s); got != want {
+			t.Errorf("%q: by hand %v, expression %v", s, got, want)
+		}
+	}
+}
