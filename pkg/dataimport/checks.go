@@ -7,7 +7,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nyaruka/phonenumbers"
 	"github.com/shopspring/decimal"
 )
 
@@ -132,7 +131,7 @@ func (c *collector) phone(a attr, s *string, region string) {
 		c.addAt(a, CodeInvalidPhoneNumber, "Enter a valid phone number.")
 		return
 	}
-	*s = phonenumbers.Format(num, phonenumbers.E164)
+	*s = formatE164(num)
 }
 
 // notFuture refuses a date after today. A zero today (caller did not say)

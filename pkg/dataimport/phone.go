@@ -152,7 +152,7 @@ func phoneValid(num *phonenumbers.PhoneNumber) bool {
 	if len(regions) == 0 {
 		return false
 	}
-	nsn := phonenumbers.GetNationalSignificantNumber(num)
+	nsn := nationalSignificantNumber(num)
 	region := regions[0]
 	if len(regions) > 1 {
 		region = ""
@@ -176,6 +176,26 @@ func phoneValid(num *phonenumbers.PhoneNumber) bool {
 		return false
 	}
 	return m.knownType(nsn)
+}
+
+// nationalSignificantNumber is phonenumbers.GetNationalSignificantNumber
+// without its two intermediate buffers.
+func nationalSignificantNumber(num *phonenumbers.PhoneNumber) string {
+	var buf [phonenumbers.MAX_LENGTH_FOR_NSN + 20]byte
+	b := buf[:0]
+	if num.GetItalianLeadingZero() && num.GetNumberOfLeadingZeros() > 0 {
+		for range min(int(num.GetNumberOfLeadingZeros()), phonenumbers.MAX_LENGTH_FOR_NSN) {
+			b = append(b, '0')
+		}
+	}
+	return string(strconv.AppendUint(b, num.GetNationalNumber(), 10))
+}
+
+// formatE164 is phonenumbers.Format(num, phonenumbers.E164) for a number
+// parsed from text (no raw input kept): + calling code, then the national
+// significant number.
+func formatE164(num *phonenumbers.PhoneNumber) string {
+	return "+" + strconv.Itoa(int(num.GetCountryCode())) + nationalSignificantNumber(num)
 }
 
 // phoneMeta is one region's metadata with its patterns compiled.

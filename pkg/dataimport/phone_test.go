@@ -35,6 +35,12 @@ func checkPhoneAgainstLibrary(t *testing.T, s, region string) {
 	if phoneValid(got) != phonenumbers.IsValidNumber(want) {
 		t.Fatalf("IsValidNumber(%q in %q): library %v, ours %v", s, region, phonenumbers.IsValidNumber(want), phoneValid(got))
 	}
+	if e164, lib := formatE164(got), phonenumbers.Format(want, phonenumbers.E164); e164 != lib {
+		t.Fatalf("Format(%q in %q, E164): library %q, ours %q", s, region, lib, e164)
+	}
+	if nsn, lib := nationalSignificantNumber(got), phonenumbers.GetNationalSignificantNumber(want); nsn != lib {
+		t.Fatalf("GetNationalSignificantNumber(%q in %q): library %q, ours %q", s, region, lib, nsn)
+	}
 }
 
 func TestPhoneMatchesLibrary(t *testing.T) {
