@@ -52,7 +52,7 @@ func decodeStrict(body []byte, dst any, c *collector) (notObject bool, err error
 	if err := checkType(rv.Elem().Type()); err != nil {
 		return false, err
 	}
-	arrays, perr := checkJSONShape(body, make([]arrayLen, 0, 32))
+	arrays, perr := checkJSON(body, make([]arrayLen, 0, 32))
 	if perr != nil {
 		return false, perr
 	}

@@ -16,17 +16,11 @@ const maxJSONDepth = 64
 // checkJSON accepts a body the reader below may trust: valid UTF-8, one
 // syntactically valid JSON value (encoding/json's iterative validator: fast,
 // constant stack, exact error messages) nested at most maxJSONDepth deep.
-// It builds nothing, so it costs the same for any shape of body.
-func checkJSON(body []byte) *Error {
-	_, perr := checkJSONShape(body, nil)
-	return perr
-}
-
-// checkJSONShape is checkJSON that also appends to counts the element count
-// of each array, found in the same pass as the depth, so the binder does
-// not scan an array once more to size its slice (and nested arrays once
-// per level).
-func checkJSONShape(body []byte, counts []arrayLen) ([]arrayLen, *Error) {
+// In the pass that checks the depth it also appends to counts the element
+// count of each array (at most maxCountedArrays), so the binder does not
+// scan an array once more to size its slice, nor nested arrays once per
+// level. It builds nothing else, so it costs the same for any shape of body.
+func checkJSON(body []byte, counts []arrayLen) ([]arrayLen, *Error) {
 	if !utf8.Valid(body) {
 		return nil, parseError("body is not valid UTF-8")
 	}
@@ -122,7 +116,7 @@ func stringEnd(b []byte, start int) int {
 type jsonReader struct {
 	buf []byte
 	pos int
-	// arrays are the element counts checkJSONShape found, in document
+	// arrays are the element counts checkJSON found, in document
 	// order; next is the first one the reader has not passed.
 	arrays []arrayLen
 	next   int

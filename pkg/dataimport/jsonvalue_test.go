@@ -19,7 +19,7 @@ type treeObject struct {
 // parseTree reads a whole body with the reader into generic values, so the
 // reader can be compared with encoding/json.
 func parseTree(b []byte) (any, *Error) {
-	arrays, perr := checkJSONShape(b, nil)
+	arrays, perr := checkJSON(b, nil)
 	if perr != nil {
 		return nil, perr
 	}
