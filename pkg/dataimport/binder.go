@@ -1,6 +1,7 @@
 package dataimport
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -272,11 +273,11 @@ func (d *binder) bindDate(v reflect.Value, withTime bool) bool {
 		d.err = err
 		return false
 	}
-	s := strings.TrimSpace(string(b))
+	b = bytes.TrimSpace(b)
 	// Values are set through their address: boxing them in an interface
 	// for reflect.Value.Set would allocate for every date.
 	if withTime {
-		p, err := ParseDateTime(s)
+		p, err := ParseDateTime(string(b))
 		if err != nil {
 			d.add(code, detail)
 			return false
@@ -284,7 +285,7 @@ func (d *binder) bindDate(v reflect.Value, withTime bool) bool {
 		*v.Addr().Interface().(*DateTime) = p
 		return true
 	}
-	p, err := ParseDate(s)
+	p, err := parseDate(b)
 	if err != nil {
 		d.add(code, detail)
 		return false

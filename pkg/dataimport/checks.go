@@ -7,7 +7,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nyaruka/phonenumbers"
 	"github.com/shopspring/decimal"
 )
 
@@ -127,12 +126,12 @@ func (c *collector) phone(a attr, s *string, region string) {
 		c.maxLength(a, *s, defaultMaxLength)
 		return
 	}
-	num, err := phonenumbers.Parse(*s, region)
-	if err != nil || !phonenumbers.IsValidNumber(num) {
+	num, err := parsePhone(*s, region)
+	if err != nil || !phoneValid(num) {
 		c.addAt(a, CodeInvalidPhoneNumber, "Enter a valid phone number.")
 		return
 	}
-	*s = phonenumbers.Format(num, phonenumbers.E164)
+	*s = formatE164(num)
 }
 
 // notFuture refuses a date after today. A zero today (caller did not say)

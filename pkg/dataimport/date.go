@@ -22,15 +22,19 @@ const DateLayout = "2006-01-02"
 
 // ParseDate parses exactly YYYY-MM-DD and rejects impossible days (2023-02-29)
 // instead of normalising them the way time.Date would.
-func ParseDate(s string) (Date, error) {
+func ParseDate(s string) (Date, error) { return parseDate(s) }
+
+// parseDate also reads the bytes of a request body, which the binder would
+// otherwise copy into a string for every date.
+func parseDate[T string | []byte](s T) (Date, error) {
 	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
 		return Date{}, fmt.Errorf("date %q is not YYYY-MM-DD", s)
 	}
-	for i, c := range []byte(s) {
+	for i := range len(s) {
 		if i == 4 || i == 7 {
 			continue
 		}
-		if c < '0' || c > '9' {
+		if c := s[i]; c < '0' || c > '9' {
 			return Date{}, fmt.Errorf("date %q is not YYYY-MM-DD", s)
 		}
 	}
@@ -43,10 +47,10 @@ func ParseDate(s string) (Date, error) {
 	return Date{Year: y, Month: time.Month(m), Day: d}, nil
 }
 
-func atoi(s string) int {
+func atoi[T string | []byte](s T) int {
 	n := 0
-	for _, c := range []byte(s) {
-		n = n*10 + int(c-'0')
+	for i := range len(s) {
+		n = n*10 + int(s[i]-'0')
 	}
 	return n
 }

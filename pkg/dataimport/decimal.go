@@ -21,13 +21,54 @@ const (
 
 // decimalSyntax is the JSON number grammar; numeric strings must follow it
 // too, so "0x10", "1_000", ".5", "NaN" and "Infinity" are all refused.
+// isDecimalSyntax is the same test by hand (every decimal of every request
+// passes here); the expression stays as its specification, and
+// TestDecimalSyntaxByHand holds the two to the same answers.
 var decimalSyntax = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+func isDecimalSyntax(s string) bool {
+	i := 0
+	digits := func() bool { // one or more
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		digits()
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(s)
+}
 
 // parseDecimal turns a JSON number literal or numeric string into an exact
 // decimal. It never goes through float64. On failure it returns the field
 // error code and detail to report.
 func parseDecimal(s string) (decimal.Decimal, string, string) {
-	if len(s) > maxDecimalTextLen || !decimalSyntax.MatchString(s) {
+	if len(s) > maxDecimalTextLen || !isDecimalSyntax(s) {
 		return decimal.Decimal{}, CodeInvalidDecimal, "A valid number is required."
 	}
 	d, err := decimal.NewFromString(s)
@@ -81,6 +122,20 @@ func significantPlaces(d decimal.Decimal) int {
 	exp := d.Exponent()
 	if exp >= 0 {
 		return 0
+	}
+	// Every real amount's coefficient fits an int64: counted without the
+	// four big.Int allocations of the general case below.
+	if d.NumDigits() <= 18 {
+		c := d.CoefficientInt64()
+		if c == 0 {
+			return 0
+		}
+		places := int(-exp)
+		for places > 0 && c%10 == 0 {
+			c /= 10
+			places--
+		}
+		return places
 	}
 	c := new(big.Int).Abs(d.Coefficient())
 	if c.Sign() == 0 {

@@ -52,10 +52,11 @@ func decodeStrict(body []byte, dst any, c *collector) (notObject bool, err error
 	if err := checkType(rv.Elem().Type()); err != nil {
 		return false, err
 	}
-	if perr := checkJSON(body); perr != nil {
+	arrays, perr := checkJSON(body, make([]arrayLen, 0, 32))
+	if perr != nil {
 		return false, perr
 	}
-	d := binder{r: jsonReader{buf: body}, c: c}
+	d := binder{r: jsonReader{buf: body, arrays: arrays}, c: c}
 	if d.r.peek() != '{' {
 		c.add(CodeNonFieldErrors, CodeInvalid, fmt.Sprintf("Invalid data. Expected an object, but got %s.", d.r.kind()))
 		return true, nil

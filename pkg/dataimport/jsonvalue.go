@@ -16,13 +16,16 @@ const maxJSONDepth = 64
 // checkJSON accepts a body the reader below may trust: valid UTF-8, one
 // syntactically valid JSON value (encoding/json's iterative validator: fast,
 // constant stack, exact error messages) nested at most maxJSONDepth deep.
-// It builds nothing, so it costs the same for any shape of body.
-func checkJSON(body []byte) *Error {
+// In the pass that checks the depth it also appends to counts the element
+// count of each array (at most maxCountedArrays), so the binder does not
+// scan an array once more to size its slice, nor nested arrays once per
+// level. It builds nothing else, so it costs the same for any shape of body.
+func checkJSON(body []byte, counts []arrayLen) ([]arrayLen, *Error) {
 	if !utf8.Valid(body) {
-		return parseError("body is not valid UTF-8")
+		return nil, parseError("body is not valid UTF-8")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return parseError("empty body")
+		return nil, parseError("empty body")
 	}
 	if !json.Valid(body) {
 		var raw json.RawMessage // validates without building anything
@@ -30,12 +33,13 @@ func checkJSON(body []byte) *Error {
 		if err == nil { // cannot happen; keep a reason anyway
 			err = errors.New("invalid JSON")
 		}
-		return parseError(err.Error())
+		return nil, parseError(err.Error())
 	}
-	if tooDeep(body) {
-		return parseError(errTooDeep.Error())
+	counts, deep := scanShape(body, counts)
+	if deep {
+		return nil, parseError(errTooDeep.Error())
 	}
-	return nil
+	return counts, nil
 }
 
 func parseError(reason string) *Error {
@@ -44,8 +48,19 @@ func parseError(reason string) *Error {
 
 var errTooDeep = fmt.Errorf("nesting deeper than %d levels", maxJSONDepth)
 
-// tooDeep reports nesting beyond maxJSONDepth in valid JSON.
-func tooDeep(b []byte) bool {
+// arrayLen is the number of elements of the array whose '[' is at off.
+type arrayLen struct{ off, n int }
+
+// maxCountedArrays bounds the counts kept for one body (a real account has
+// a few dozen arrays); arrays past it are counted when bound, as before.
+const maxCountedArrays = 1024
+
+// scanShape reports nesting beyond maxJSONDepth in valid JSON, and appends
+// to counts the element count of each array (the first maxCountedArrays),
+// in document order.
+func scanShape(b []byte, counts []arrayLen) ([]arrayLen, bool) {
+	var open [maxJSONDepth + 1]int // per depth: the index in counts of the open array, or -1
+	open[0] = -1
 	depth := 0
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
@@ -54,13 +69,30 @@ func tooDeep(b []byte) bool {
 		case '{', '[':
 			depth++
 			if depth > maxJSONDepth {
-				return true
+				return counts, true
+			}
+			open[depth] = -1
+			if b[i] == '[' && len(counts) < maxCountedArrays {
+				j := i + 1
+				for b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r' {
+					j++
+				}
+				n := 1
+				if b[j] == ']' {
+					n = 0
+				}
+				open[depth] = len(counts)
+				counts = append(counts, arrayLen{off: i, n: n})
+			}
+		case ',':
+			if k := open[depth]; k >= 0 {
+				counts[k].n++
 			}
 		case '}', ']':
 			depth--
 		}
 	}
-	return false
+	return counts, false
 }
 
 // stringEnd returns the position just after the string token starting at
@@ -84,6 +116,10 @@ func stringEnd(b []byte, start int) int {
 type jsonReader struct {
 	buf []byte
 	pos int
+	// arrays are the element counts checkJSON found, in document
+	// order; next is the first one the reader has not passed.
+	arrays []arrayLen
+	next   int
 }
 
 func (r *jsonReader) skipSpace() {
@@ -170,6 +206,15 @@ func (r *jsonReader) nextElem() bool {
 // at limit, without moving the reader: the binder sizes a slice exactly
 // instead of growing it by doubling.
 func (r *jsonReader) countElems(limit int) int {
+	for r.next < len(r.arrays) && r.arrays[r.next].off < r.pos {
+		r.next++
+	}
+	if r.next < len(r.arrays) && r.arrays[r.next].off == r.pos {
+		if n := r.arrays[r.next].n; n == 0 || n < limit {
+			return n
+		}
+		return max(limit, 1) // as the scan below: a non-empty array counts at least 1
+	}
 	b := r.buf
 	i := r.pos + 1 // past '['
 	for b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' {

@@ -19,10 +19,14 @@ type treeObject struct {
 // parseTree reads a whole body with the reader into generic values, so the
 // reader can be compared with encoding/json.
 func parseTree(b []byte) (any, *Error) {
-	if perr := checkJSON(b); perr != nil {
+	arrays, perr := checkJSON(b, nil)
+	if perr != nil {
 		return nil, perr
 	}
-	r := jsonReader{buf: b}
+	r := jsonReader{buf: b, arrays: arrays}
+	if len(b)%2 == 0 { // half the bodies count by scanning, as arrays past maxCountedArrays do
+		r.arrays = nil
+	}
 	v, err := readTree(&r)
 	if err != nil {
 		return nil, parseError(err.Error())
