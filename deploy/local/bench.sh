@@ -9,9 +9,9 @@ cd "$ROOT"
 
 ACCOUNTS=${BENCH_ACCOUNTS:-10000}
 PARALLEL=${BENCH_PARALLEL:-32}
-# The worker runs at its defaults (WORKER_CONCURRENCY: 16 per core); the
+# The worker runs at its defaults (WORKER_CONCURRENCY: 2 per core); the
 # report names the value in effect.
-CONCURRENCY=${WORKER_CONCURRENCY:-$((16 * $(nproc)))}
+CONCURRENCY=${WORKER_CONCURRENCY:-$((2 * $(nproc)))}
 export HTTP_ADDR=${BENCH_HTTP_ADDR:-127.0.0.1:18080}
 export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18081}
 # The webhook-lag phase's receiver listens on 127.0.0.1.

@@ -121,11 +121,7 @@ func Load() (Config, error) {
 		return c, err
 	}
 	if c.WorkerConcurrency <= 0 {
-		// Account jobs mostly wait (Postgres, Redis, vendors), and
-		// concurrent creations share transactions (group commit), while
-		// WORKER_DB_WRITERS bounds the transactions themselves: more jobs
-		// at once make bigger shared transactions, not more of them.
-		c.WorkerConcurrency = 16 * runtime.NumCPU()
+		c.WorkerConcurrency = 2 * runtime.NumCPU()
 	}
 	if c.WorkerDBWriters <= 0 {
 		c.WorkerDBWriters = runtime.NumCPU()
