@@ -60,6 +60,7 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop, beating: make(chan struct{})}
+	registerPools(a.Registry, db)
 	vendors := paymentVendors(cfg, log)
 	// Workers read the vendors this replica accepts from its heartbeat: the
 	// first one is written before the API serves anything.

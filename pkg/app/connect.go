@@ -51,6 +51,15 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
+// registerPools exports each Postgres pool's figures (open, in use, waits
+// for a connection and their time): a saturated pool, not a slow query, is
+// what makes every request of a process wait at once.
+func registerPools(reg prometheus.Registerer, db *postgres.DB) {
+	for name, pool := range db.Pools() {
+		reg.MustRegister(collectors.NewDBStatsCollector(pool, name))
+	}
+}
+
 // Main is the whole main() of a service binary: configuration, JSON logs
 // tagged with the process name, the profiler if asked for, and run until
 // SIGINT/SIGTERM cancels its context.

@@ -112,7 +112,8 @@ func TestCreateHappyPath(t *testing.T) {
 	rec := httptest.NewRecorder()
 	w.Probes.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, want := range []string{`dataimport_accounts_total{outcome="COMPLETED",supplier="DEMO_ENERGY"} 1`,
-		"dataimport_account_job_duration_seconds_count", "dataimport_queue_depth 0", "dataimport_accounts_in_progress 0"} {
+		"dataimport_account_job_duration_seconds_count", "dataimport_queue_depth 0", "dataimport_accounts_in_progress 0",
+		`go_sql_wait_count_total{db_name="primary"}`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("worker metrics lack %q", want)
 		}
@@ -121,6 +122,11 @@ func TestCreateHappyPath(t *testing.T) {
 	if m := p.Request(http.MethodGet, "/metrics", nil).Body; !strings.Contains(string(m), "dataimport_stage_statement_rows_sum 1\n") ||
 		!strings.Contains(string(m), "dataimport_stage_statement_rows_count 1\n") {
 		t.Errorf("api metrics lack the staging statement of one row")
+	}
+	// Each pool's waits for a connection: a saturated pool makes every
+	// request of a process wait at once.
+	if m := p.Request(http.MethodGet, "/metrics", nil).Body; !strings.Contains(string(m), `go_sql_wait_duration_seconds_total{db_name="primary"}`) {
+		t.Errorf("api metrics lack the pool's waits")
 	}
 }
 

@@ -67,6 +67,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w := &Worker{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(redisOpt),
 		inspector: asynq.NewInspector(redisOpt), log: log, done: make(chan struct{}), swept: make(chan struct{}), compacted: make(chan struct{}), analyzed: make(chan struct{}),
 		dispatched: make(chan struct{}), paced: make(chan struct{}), beating: make(chan struct{})}
+	registerPools(w.Registry, db)
 	slots := queue.NewSemaphore(rdb, SlotsKey, cfg.SlotLease).WithOwnedRecount(db.InProgressSlotHolders)
 	held := newCountingSlots(slots) // the creation handlers' slots: this replica's busy count
 	vendors := paymentVendors(cfg, log)

@@ -199,6 +199,17 @@ func (r replica) Ping(ctx context.Context) error { return r.s.PingContext(ctx) }
 // Gorm exposes the handle to sibling packages' tests and tooling.
 func (db *DB) Gorm() *gorm.DB { return db.gorm }
 
+// Pools names this process's connection pools (the primary's, and the
+// read replica's when there is one) for their metrics: a request waiting
+// for a connection shows as go_sql_wait_duration_seconds_total.
+func (db *DB) Pools() map[string]*sql.DB {
+	pools := map[string]*sql.DB{"primary": db.sql}
+	if db.readSQL != db.sql {
+		pools["read"] = db.readSQL
+	}
+	return pools
+}
+
 // Migrate applies every embedded migration not applied yet. It is idempotent
 // and safe to run from several processes: goose takes a session lock.
 func (db *DB) Migrate(ctx context.Context) error {
