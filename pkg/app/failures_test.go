@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
-	"github.com/gridshift/dataimport/pkg/testutil"
 )
 
 // Failure records (CONTRACT §13) end to end: bad job lines and refused
@@ -81,14 +79,7 @@ var badAccounts = []struct{ name, from, to string }{
 func TestFailuresJobLinesSummaryAndCSV(t *testing.T) {
 	p := newPipeline(t)
 	// The GB market's MPAN rule and the product catalogue apply to this supplier.
-	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
-	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
-		t.Fatalf("products: %d %s", r.Status, r.Body)
-	}
+	p.loadDemoCatalogue()
 	on, gb := true, "GB"
 	if _, err := p.DB.UpdateSupplierSettings(t.Context(), "DEMO_ENERGY", postgres.SupplierSettings{RequireProducts: &on, Market: &gb}); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/gridshift/dataimport/jobs"
-	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
 	"github.com/gridshift/dataimport/pkg/testutil"
 )
@@ -55,14 +54,7 @@ func (p *pipeline) compactionAnswers(id int64, externals []string) map[string][]
 
 func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
 	p := newPipeline(t)
-	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
-	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
-		t.Fatalf("products: %d %s", r.Status, r.Body)
-	}
+	p.loadDemoCatalogue()
 	w := p.StartWorker()
 	for i := range 5 {
 		p.ImportAccount(p.token, "DEMO_ENERGY", fmt.Sprintf("CMP-%05d", i), "Migrations")

@@ -53,14 +53,7 @@ func lateProduct(t *testing.T) string {
 
 func TestJobRetryFailedCreationsByCode(t *testing.T) {
 	p := newPipeline(t)
-	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
-	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
-		t.Fatalf("products: %d %s", r.Status, r.Body)
-	}
+	ops := p.loadDemoCatalogue()
 	// 30 lines name a product not loaded yet, 5 a tariff nobody has, 10 are
 	// good. The supplier requires products only once the upload is in, so
 	// the lines are valid when received and their creation refuses them.
@@ -211,14 +204,7 @@ func TestJobRetryFailedCreationsByCode(t *testing.T) {
 // retried ones' failure records are resolved by their creation.
 func TestRetryFailedCreationsOutsideJobs(t *testing.T) {
 	p := newPipeline(t)
-	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
-	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
-		t.Fatalf("products: %d %s", r.Status, r.Body)
-	}
+	ops := p.loadDemoCatalogue()
 	const good = `"product_code": "DEMO-VAR-24-02",`
 	edits := map[string]string{"EXT-L1": `"product_code": "LATE-VAR-24-02",`, "EXT-L2": `"product_code": "LATE-VAR-24-02",`,
 		"EXT-L3": `"product_code": "LATE-VAR-24-02",`, "EXT-T1": `"tariff_code": "NO-SUCH-TARIFF",`}
@@ -280,4 +266,19 @@ func TestRetryFailedCreationsOutsideJobs(t *testing.T) {
 	if n := p.count(`SELECT count(*) FROM audit_log WHERE actor = 'operator:alice' AND action = ?`, postgres.AuditFailuresRetry); n != 1 {
 		t.Errorf("%d audit rows of the retry", n)
 	}
+}
+
+// loadDemoCatalogue loads make run's demo product catalogue for
+// DEMO_ENERGY as its catalogue operator would, and returns that operator.
+func (p *pipeline) loadDemoCatalogue() testutil.Tenant {
+	p.TB.Helper()
+	ops := p.ScopedTenant("Catalogue Ops", []string{dataimport.ScopeProducts}, "DEMO_ENERGY")
+	products, err := testutil.ReadRepoFile("deploy/local/demo_products.json")
+	if err != nil {
+		p.TB.Fatal(err)
+	}
+	if r := p.As(ops.Token, http.MethodPost, "/v1/data-import/products/create-or-update/", string(products)); r.Status >= 300 {
+		p.TB.Fatalf("products: %d %s", r.Status, r.Body)
+	}
+	return ops
 }

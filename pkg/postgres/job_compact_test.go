@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"testing"
-	"time"
 )
 
 // TestCompactJobWaitsForARerun: a compaction batch takes the job row as a
@@ -31,18 +30,7 @@ func TestCompactJobWaitsForARerun(t *testing.T) {
 		r, err := e.db.CompactJobBatch(e.ctx, job.ID, 0, 10)
 		got <- result{r.Stopped, r.Lines, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		e.scalar(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%import_jobs%' AND datname = current_database()`)
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the compaction batch never waited for the re-run's lock")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitForLockOnJobs("the compaction batch never waited for the re-run's lock")
 	e.must(tx.Commit().Error)
 	r := <-got
 	e.must(r.err)

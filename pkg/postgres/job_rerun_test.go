@@ -182,18 +182,7 @@ func TestFinishJobIfDoneWaitsForARerun(t *testing.T) {
 		got <- result{done, err}
 	}()
 	// Until the re-run commits, the finish waits on the job row.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var waiting int
-		e.scalar(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%import_jobs%' AND datname = current_database()`)
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("FinishJobIfDone never waited for the re-run's lock")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitForLockOnJobs("FinishJobIfDone never waited for the re-run's lock")
 	e.must(tx.Commit().Error)
 	r := <-got
 	e.must(r.err)
@@ -201,5 +190,23 @@ func TestFinishJobIfDoneWaitsForARerun(t *testing.T) {
 	e.scalar(&state, `SELECT state FROM import_jobs WHERE id = ?`, job.ID)
 	if r.done || state != "PROCESSING" {
 		t.Fatalf("the job was completed over a reopened line: done %v, state %s", r.done, state)
+	}
+}
+
+// waitForLockOnJobs returns once a statement of this database waits for a
+// lock on import_jobs (the test holds it), failing with msg after 10 s.
+func (e *env) waitForLockOnJobs(msg string) {
+	e.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		e.scalar(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%import_jobs%' AND datname = current_database()`)
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
