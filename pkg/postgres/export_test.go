@@ -67,32 +67,3 @@ func (db *DB) CreationsQueued() int {
 // CreationGroupFallbacks counts shared creation transactions that failed and
 // handed their accounts back to be created alone.
 func CreationGroupFallbacks() int64 { return groupFallbacks.Load() }
-
-// ExplainLandedGeneric is the generic plan (the one a connection keeps) of
-// the landed read, planned as readLanded runs it.
-func (db *DB) ExplainLandedGeneric(ctx context.Context) (string, error) {
-	tx, err := db.readSQL.BeginTx(ctx, nil)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, set := range []string{landedPlanSetting, `SET LOCAL plan_cache_mode = force_generic_plan`} {
-		if _, err := tx.ExecContext(ctx, set); err != nil {
-			return "", err
-		}
-	}
-	rows, err := tx.QueryContext(ctx, `EXPLAIN `+landedSelect+`WHERE a.id = ANY($1::bigint[])`, []int64{1})
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var plan string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		plan += line + "\n"
-	}
-	return plan, rows.Err()
-}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
@@ -80,10 +79,6 @@ SELECT a.id, a.external_account_number, a.platform_account_number, jsonb_build_o
 )::text
 FROM accounts a `
 
-// landedPlanSetting is what a landed read sets in its transaction (see
-// readLanded).
-const landedPlanSetting = `SET LOCAL enable_seqscan = off`
-
 // LandedAccount is one account as read back, with its digest.
 type LandedAccount struct {
 	AccountID             int64
@@ -104,21 +99,7 @@ func (db *DB) landedAccounts(ctx context.Context, ids []int64) (map[int64]Landed
 
 func (db *DB) readLanded(ctx context.Context, where string, arg any) (map[int64]LandedAccount, error) {
 	out := map[int64]LandedAccount{}
-	// Every child table is read through its account's (or parent's)
-	// index, never scanned: a connection keeps its first plan of this
-	// statement (prepared, generic) until the tables are next analyzed, and
-	// a plan made while they were nearly empty scans them whole. In
-	// make bench that plan took 100–350 ms a status read as the tables grew,
-	// filled the API's pool and held every status read for seconds.
-	tx, err := db.readSQL.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("read landed accounts: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, landedPlanSetting); err != nil {
-		return nil, fmt.Errorf("read landed accounts: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx, landedSelect+where, arg)
+	rows, err := db.readSQL.QueryContext(ctx, landedSelect+where, arg)
 	if err != nil {
 		return nil, fmt.Errorf("read landed accounts: %w", err)
 	}
