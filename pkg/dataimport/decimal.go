@@ -137,6 +137,16 @@ func significantPlaces(d decimal.Decimal) int {
 		}
 		return places
 	}
+	return significantPlacesBig(d)
+}
+
+// significantPlacesBig is significantPlaces for any coefficient (the
+// general case, and the reference its int64 counting is tested against).
+func significantPlacesBig(d decimal.Decimal) int {
+	exp := d.Exponent()
+	if exp >= 0 {
+		return 0
+	}
 	c := new(big.Int).Abs(d.Coefficient())
 	if c.Sign() == 0 {
 		return 0

@@ -44,10 +44,10 @@ type createReply struct {
 // row locks and the writer slot are held for one short round trip.
 const groupMaxBatch = 32
 
-// groupTransactions counts the shared transactions sent, groupCommits and
-// groupAccounts those committed and their accounts, groupFallbacks those
-// that failed and handed their accounts back to be created alone.
-var groupTransactions, groupCommits, groupAccounts, groupFallbacks atomic.Int64
+// groupCommits and groupAccounts count the shared transactions committed
+// and their accounts, groupFallbacks those that failed and handed their
+// accounts back to be created alone.
+var groupCommits, groupAccounts, groupFallbacks atomic.Int64
 
 func newCreateGroup(flushers, maxBatch int, create func(context.Context, []CreationInput) ([]CreationResult, error),
 	alone func(context.Context, CreationInput) (CreationResult, error)) *createGroup {
@@ -148,7 +148,6 @@ func (g *createGroup) flush(batch []*createCall) {
 	for i, c := range batch {
 		ins[i] = c.in
 	}
-	groupTransactions.Add(1)
 	out, err := g.create(ctx, ins)
 	if err != nil {
 		// Whatever failed (a bad account, a stale attempt, a paused

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -80,7 +81,7 @@ func (db *DB) CompactJobBatch(ctx context.Context, jobID, after int64, limit int
 	var dryRun bool
 	err = tx.QueryRowContext(ctx, `SELECT state, supplier_id, dry_run FROM import_jobs WHERE id = $1 FOR NO KEY UPDATE`, jobID).
 		Scan(&state, &supplierID, &dryRun)
-	if err == sql.ErrNoRows || (err == nil && (state != string(dataimport.JobCompleted) || dryRun)) {
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (state != string(dataimport.JobCompleted) || dryRun)) {
 		out.Stopped = true
 		return out, nil
 	}
