@@ -29,8 +29,9 @@ var accountTables = []string{
 
 // ownedBookkeeping are tables an account owns (deleted with it) that are
 // nevertheless the import's work, not the account: the welcome e-mail
-// outbox keeps delivery attempts and errors.
-var ownedBookkeeping = []string{"welcome_emails"}
+// outbox keeps delivery attempts and errors; landed_digests keeps what the
+// status reads last computed.
+var ownedBookkeeping = []string{"welcome_emails", "landed_digests"}
 
 func isAccountTable(name string) bool { return slices.Contains(accountTables, name) }
 

@@ -182,8 +182,8 @@ func measureFloor(ctx context.Context, dbURL string, jobs int) (*floorResult, er
 	return res, nil
 }
 
-// restoreList is the archive's table of contents without the entries named
-// in leftOut (" FK CONSTRAINT <schema> <table> <name> ").
+// restoreList is the archive's table of contents without its triggers and
+// the entries named in leftOut (" FK CONSTRAINT <schema> <table> <name> ").
 func restoreList(ctx context.Context, restoreBin, archive string, leftOut map[string]bool) ([]byte, error) {
 	out, err := exec.CommandContext(ctx, restoreBin, "-l", archive).Output()
 	if err != nil {
@@ -198,6 +198,12 @@ func restoreList(ctx context.Context, restoreBin, archive string, leftOut map[st
 	dropped := 0
 	for sc.Scan() {
 		line := sc.Text()
+		// Triggers call the service's functions, which are not in the
+		// dump, and a restore creates them after the rows, so they cost
+		// the floor nothing.
+		if strings.Contains(line, " TRIGGER ") {
+			continue
+		}
 		skip := false
 		for k := range leftOut {
 			if strings.Contains(line+" ", k) {

@@ -37,9 +37,12 @@ SELECT id, 'EVENT_ACCOUNT_IMPORT_PROCESS_STAGED', jsonb_build_object('version', 
 // accountScript stages and creates one account: the process, its version
 // and their event, the v1 start (both views IN_PROGRESS, SCHEDULED and
 // STARTED events), then in one transaction everything the worker writes,
-// ending with the process PROCESSED, its attempt and its event.
+// ending with the process PROCESSED, its attempt and its event. Like the
+// worker's creation transaction it says it writes a new account
+// (dataimport.creating), so neither bumps landed_version.
 const accountScript = `SELECT nextval('pgbench_account_seq') AS n \gset
 BEGIN;
+SET LOCAL dataimport.creating = 'on';
 WITH p AS (
   INSERT INTO import_processes (supplier_id, external_account_number, staged_version)
   VALUES (:sup, 'PGA-' || :n, 1) RETURNING id, staged_version),

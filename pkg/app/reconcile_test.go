@@ -220,6 +220,10 @@ func TestReconciliationEqualsSourceAndNamesATamperedAccount(t *testing.T) {
 	}
 
 	const victim = "REC-00042"
+	// Read (and so kept) before the change: the kept digest must not outlive it.
+	if st := p.status(victim); st["landed_digest"] != before[victim] {
+		t.Errorf("v1 status landed_digest %v, job %s", st["landed_digest"], before[victim])
+	}
 	if err := p.DB.Gorm().Exec(`UPDATE account_transactions SET amount = amount + 0.01
 		WHERE transaction_id = 'TX-EXT-0001-002' AND account_id = (SELECT id FROM accounts WHERE external_account_number = ?)`, victim).Error; err != nil {
 		t.Fatal(err)
@@ -236,6 +240,12 @@ func TestReconciliationEqualsSourceAndNamesATamperedAccount(t *testing.T) {
 		if changed := after[ext] != d; changed != (ext == victim) {
 			t.Errorf("%s: digest changed %v", ext, changed)
 		}
+	}
+	if st := p.status(victim); st["landed_digest"] != after[victim] {
+		t.Errorf("after the change: v1 status landed_digest %v, job %s", st["landed_digest"], after[victim])
+	}
+	if v2 := p.As(p.token, http.MethodGet, "/v2/data-import/accounts/DEMO_ENERGY/"+victim+"/", nil).JSON()["landed_digest"]; v2 != after[victim] {
+		t.Errorf("after the change: v2 landed_digest %v, job %s", v2, after[victim])
 	}
 	// The whole supplier, and since the job's creation, see it too.
 	if all := p.reconciliation(p.token, "import_supplier=DEMO_ENERGY"); all.DifferingAccounts != 1 {

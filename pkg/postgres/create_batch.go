@@ -96,6 +96,9 @@ func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []Creatio
 func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []CreationInput, rows *creationRows, res []*CreationResult, dryRun bool) ([]CreationResult, error) {
 	tx := &pgx.Batch{}
 	tx.Queue("BEGIN")
+	// Only new accounts are written here, and no digest is kept for them
+	// yet: their rows need not bump landed_version (migration 00032).
+	tx.Queue("SET LOCAL dataimport.creating = 'on'")
 	if jobID > 0 {
 		tx.Queue(`SELECT dataimport_assert(count(*) = 1, 'job not processing') FROM (
 				SELECT 1 FROM import_jobs WHERE id = $1 AND state = 'PROCESSING' FOR SHARE) running`, jobID)

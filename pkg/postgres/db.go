@@ -41,6 +41,7 @@ type DB struct {
 	feed     *feedWatch    // see feed_watch.go
 	stager   *stageBatcher // see stage_batch.go
 	creator  *createGroup  // see create_group.go
+	keeper   digestKeeper  // see landed_keep.go
 	writers  *semaphore.Weighted
 	// uploads bounds the connections bulk uploads hold at once to half the
 	// pool, so uploads can never starve status reads (see ReceiveJob).
@@ -174,6 +175,7 @@ func setPool(s *sql.DB, n int) {
 
 // Close releases the pools.
 func (db *DB) Close() error {
+	db.waitKept()
 	err := db.sql.Close()
 	if db.readSQL != db.sql {
 		err = errors.Join(err, db.readSQL.Close())

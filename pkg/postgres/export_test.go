@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"regexp"
 )
 
 // CreationRoundTrips exposes the creation batch counter to the tests.
@@ -67,3 +68,38 @@ func (db *DB) CreationsQueued() int {
 // CreationGroupFallbacks counts shared creation transactions that failed and
 // handed their accounts back to be created alone.
 func CreationGroupFallbacks() int64 { return groupFallbacks.Load() }
+
+// LandedTables are the tables the landed form reads, as landedSelect names
+// them.
+func LandedTables() []string {
+	var out []string
+	seen := map[string]bool{"accounts": true}
+	for _, m := range regexp.MustCompile(`FROM (\w+) \w+`).FindAllStringSubmatch(landedSelect, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return append([]string{"accounts"}, out...)
+}
+
+// LiveLandedDigest reads the account back from the tables, past any kept
+// digest.
+func (db *DB) LiveLandedDigest(ctx context.Context, platformNumber string) (string, int64, error) {
+	m, err := db.readLanded(ctx, `WHERE a.platform_account_number = $1`, platformNumber)
+	if err != nil {
+		return "", 0, err
+	}
+	for _, l := range m {
+		return l.Digest, l.Version, nil
+	}
+	return "", 0, fmt.Errorf("no account %s", platformNumber)
+}
+
+// WaitKept waits until the digests the reads computed are kept.
+func (db *DB) WaitKept() { db.waitKept() }
+
+// KeepLandedDigest keeps a digest as a status read that read version would.
+func (db *DB) KeepLandedDigest(ctx context.Context, accountID, version int64, digest string) error {
+	return db.keepDigests(ctx, map[int64]LandedAccount{accountID: {AccountID: accountID, Version: version, Digest: digest}})
+}

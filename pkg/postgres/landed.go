@@ -20,13 +20,15 @@ import (
 // One statement reads a whole page of accounts, each child table through
 // its account's (or parent's) index; meter points through their account's,
 // as supply_address_id has none (a scan of every meter point per address
-// made 5,000 accounts take minutes). landed_digest is computed on read, so
-// the creation path pays nothing for it.
+// made 5,000 accounts take minutes). landed_digest is computed on the first
+// read after the account changed and kept with the account's landed_version
+// (migration 00032), so the creation path pays nothing for it and a status
+// read pays for it once, not on every read.
 
 // landedSelect answers (account id, external number, platform number,
-// landed JSON) for the accounts the WHERE clause appended to it keeps.
+// landed version, landed JSON) for the accounts the WHERE clause appended to it keeps.
 const landedSelect = `
-SELECT a.id, a.external_account_number, a.platform_account_number, jsonb_build_object(
+SELECT a.id, a.external_account_number, a.platform_account_number, a.landed_version, jsonb_build_object(
   'external_account_number', a.external_account_number,
   'account_type', a.account_type,
   'details', a.details - 'import_supplier',
@@ -84,6 +86,7 @@ type LandedAccount struct {
 	AccountID             int64
 	ExternalAccountNumber string
 	PlatformAccountNumber string
+	Version               int64  // accounts.landed_version read in the same snapshot
 	JSON                  []byte // the landed form (dataimport.LandedDigest)
 	Digest                string
 }
@@ -107,7 +110,7 @@ func (db *DB) readLanded(ctx context.Context, where string, arg any) (map[int64]
 	for rows.Next() {
 		var l LandedAccount
 		var js string
-		if err := rows.Scan(&l.AccountID, &l.ExternalAccountNumber, &l.PlatformAccountNumber, &js); err != nil {
+		if err := rows.Scan(&l.AccountID, &l.ExternalAccountNumber, &l.PlatformAccountNumber, &l.Version, &js); err != nil {
 			return nil, fmt.Errorf("read landed accounts: %w", err)
 		}
 		l.JSON = []byte(js)
@@ -120,20 +123,51 @@ func (db *DB) readLanded(ctx context.Context, where string, arg any) (map[int64]
 }
 
 // LandedDigests answers the landed_digest of each platform account number
-// given that names an account (the others are left out).
+// given that names an account (the others are left out). A digest kept for
+// the account's current landed_version is answered as kept; the others are
+// read back from the platform tables in one statement, and kept after the
+// answer (landed_keep.go).
 func (db *DB) LandedDigests(ctx context.Context, platformNumbers []string) (map[string]string, error) {
 	out := make(map[string]string, len(platformNumbers))
 	if len(platformNumbers) == 0 {
 		return out, nil
 	}
-	// One statement, found by the platform number's unique index: a status
-	// read pays one more statement for its digest.
-	landed, err := db.readLanded(ctx, `WHERE a.platform_account_number = ANY($1::text[])`, platformNumbers)
+	rows, err := db.readSQL.QueryContext(ctx, `
+		SELECT a.id, a.platform_account_number, d.digest
+		  FROM accounts a LEFT JOIN landed_digests d ON d.account_id = a.id AND d.version = a.landed_version
+		 WHERE a.platform_account_number = ANY($1::text[])`, platformNumbers)
+	if err != nil {
+		return nil, fmt.Errorf("landed digests: %w", err)
+	}
+	var stale []int64
+	for rows.Next() {
+		var id int64
+		var num string
+		var digest *string
+		if err := rows.Scan(&id, &num, &digest); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("landed digests: %w", err)
+		}
+		if digest != nil {
+			out[num] = *digest
+		} else {
+			stale = append(stale, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("landed digests: %w", err)
+	}
+	if len(stale) == 0 {
+		return out, nil
+	}
+	landed, err := db.landedAccounts(ctx, stale)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range landed {
 		out[l.PlatformAccountNumber] = l.Digest
 	}
+	db.keepLater(landed)
 	return out, nil
 }
