@@ -95,7 +95,11 @@ func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResu
 		// A dry run's transaction is rolled back: it cannot carry others.
 		return db.createAccountAlone(ctx, in)
 	}
-	return db.creator.run(ctx, in)
+	res, err := db.creator.run(ctx, in)
+	if err == nil && !res.AlreadyCreated && res.AccountID > 0 {
+		db.keepCreated(res.AccountID) // landed_keep.go
+	}
+	return res, err
 }
 
 // newCreateGroup is the group commit of per-account creations, with a

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/gridshift/dataimport/pkg/dataimport"
@@ -101,8 +102,12 @@ func (db *DB) landedAccounts(ctx context.Context, ids []int64) (map[int64]Landed
 }
 
 func (db *DB) readLanded(ctx context.Context, where string, arg any) (map[int64]LandedAccount, error) {
+	return db.readLandedFrom(ctx, db.readSQL, where, arg)
+}
+
+func (db *DB) readLandedFrom(ctx context.Context, pool *sql.DB, where string, arg any) (map[int64]LandedAccount, error) {
 	out := map[int64]LandedAccount{}
-	rows, err := db.readSQL.QueryContext(ctx, landedSelect+where, arg)
+	rows, err := pool.QueryContext(ctx, landedSelect+where, arg)
 	if err != nil {
 		return nil, fmt.Errorf("read landed accounts: %w", err)
 	}

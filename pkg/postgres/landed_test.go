@@ -52,6 +52,14 @@ func TestLandedDigestKeptUntilAnyRowChanges(t *testing.T) {
 	if v := version(); v != 0 {
 		t.Fatalf("creation bumped landed_version to %d", v)
 	}
+	// Created one at a time: read back and kept behind the creation, before
+	// any read asked.
+	e.db.WaitKept()
+	var keptAtCreation string
+	e.scalar(&keptAtCreation, `SELECT coalesce(max(digest), '') FROM landed_digests WHERE account_id = ? AND version = 0`, accountID)
+	if live, _, err := e.db.LiveLandedDigest(e.ctx, num); err != nil || keptAtCreation != live {
+		t.Fatalf("kept at creation %q, the tables hold %q (%v)", keptAtCreation, live, err)
+	}
 	first := answered("after creation")
 
 	// A kept digest is answered as kept: one planted for the current
