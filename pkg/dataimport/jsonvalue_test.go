@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,5 +184,89 @@ func TestJSONReaderDepth(t *testing.T) {
 	inString := `["` + strings.Repeat("[", 100) + `\"` + strings.Repeat("{", 100) + `"]`
 	if _, err := parseTree([]byte(inString)); err != nil {
 		t.Errorf("brackets in a string counted as nesting: %v", err)
+	}
+}
+
+// FuzzCheckJSON holds checkJSON's own syntax check to encoding/json's: the
+// same bodies accepted, the same message for those refused (the code it
+// replaced asked json.Valid), and each array's element count as
+// encoding/json's tokens give it.
+func FuzzCheckJSON(f *testing.F) {
+	for _, name := range []string{"testdata/account_valid.json", "testdata/account_bulk.json"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{`[]`, ` [ ] `, `[1,[2,3],{}]`, `{"a":[1,2,]}`, `{"a":[1,2],}`, `{"a" 1}`, `{"a":}`, `{,}`, `[,1]`,
+		`"\u00zz"`, `"\u00e9\n\/"`, `"\x"`, "\"\x01\"", `01`, `-`, `-0`, `1.`, `.5`, `1e`, `1e+`, `1E-7`, `+1`, `tru`, `true false`,
+		`nul`, `null`, `{"a":1}x`, `"`, `[`, `{`, `{"a"`, `{"a":1`, strings.Repeat("[", 64) + strings.Repeat("]", 64),
+		strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat("[", 65) + "}", strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		counts, perr := checkJSON(b, nil)
+		old := oldCheckJSON(b)
+		switch {
+		case (perr == nil) != (old == nil):
+			t.Fatalf("%q: checkJSON %v, encoding/json %v", b, perr, old)
+		case perr != nil && perr.Detail != old.Detail:
+			t.Fatalf("%q: checkJSON %q, encoding/json %q", b, perr.Detail, old.Detail)
+		case perr != nil:
+			return
+		}
+		if want := tokenCounts(t, b); !slices.Equal(counts, want) {
+			t.Fatalf("%q: counts %v, encoding/json's tokens %v", b, counts, want)
+		}
+	})
+}
+
+// tokenCounts is each array's offset and element count, in document
+// order (the first maxCountedArrays), from encoding/json's tokens.
+func tokenCounts(t *testing.T, b []byte) []arrayLen {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type level struct {
+		k   int  // index in out of an array, else -1
+		key bool // an object whose next token is a key
+	}
+	var stack []level
+	var out []arrayLen
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%q: encoding/json's tokens: %v", b, err)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == ']' || d == '}') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if n := len(stack); n > 0 {
+			top := &stack[n-1]
+			if top.key { // a key, not a value
+				top.key = false
+				continue
+			}
+			if top.k >= 0 {
+				out[top.k].n++
+			} else if top.k == -1 {
+				top.key = true // an object's value: a key comes next
+			}
+		}
+		switch tok {
+		case json.Delim('['):
+			k := -2 // an array past the counted ones
+			if len(out) < maxCountedArrays {
+				k = len(out)
+				out = append(out, arrayLen{off: int(dec.InputOffset()) - 1})
+			}
+			stack = append(stack, level{k: k})
+		case json.Delim('{'):
+			stack = append(stack, level{k: -1, key: true})
+		}
 	}
 }

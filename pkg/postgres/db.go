@@ -175,7 +175,7 @@ func setPool(s *sql.DB, n int) {
 
 // Close releases the pools.
 func (db *DB) Close() error {
-	db.waitKept()
+	db.stopKeeping()
 	err := db.sql.Close()
 	if db.readSQL != db.sql {
 		err = errors.Join(err, db.readSQL.Close())

@@ -34,6 +34,8 @@ type digestKeeper struct {
 	pending map[int64]LandedAccount
 	created map[int64]struct{} // accounts to read back, then keep
 	running bool
+	closing bool          // Close: what is pending is dropped, nothing waits
+	stop    chan struct{} // closed by Close to end the writer's wait
 	done    sync.WaitGroup
 }
 
@@ -58,12 +60,15 @@ func (db *DB) keepCreated(ids ...int64) {
 // keeper's mutex is held.
 func (db *DB) startKeeperLocked() {
 	k := &db.keeper
-	if k.running || len(k.pending)+len(k.created) == 0 {
+	if k.running || k.closing || len(k.pending)+len(k.created) == 0 {
 		return
 	}
 	k.running = true
+	if k.stop == nil {
+		k.stop = make(chan struct{})
+	}
 	k.done.Add(1)
-	go db.keepPending()
+	go db.keepPending(k.stop)
 }
 
 // keepLater queues landed to be kept, starting the writer if none runs.
@@ -86,20 +91,21 @@ func (db *DB) keepLater(landed map[int64]LandedAccount) {
 }
 
 // keepPending writes what is pending until nothing is.
-func (db *DB) keepPending() {
+func (db *DB) keepPending(stop <-chan struct{}) {
 	k := &db.keeper
 	defer k.done.Done()
 	for {
 		// Let a batch gather: one read-back of many accounts costs a
 		// fraction per account of one read-back each.
-		time.Sleep(keepEvery)
+		select {
+		case <-time.After(keepEvery):
+		case <-stop:
+		}
 		k.mu.Lock()
 		batch, created := k.pending, k.created
 		k.pending, k.created = nil, nil
-		if len(batch)+len(created) == 0 {
-			k.running = false
-			k.mu.Unlock()
-			return
+		if k.closing {
+			batch, created = nil, nil
 		}
 		k.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -107,6 +113,13 @@ func (db *DB) keepPending() {
 			slog.Warn("landed digests not kept; the next read computes them again", "accounts", len(batch)+len(created), "error", err)
 		}
 		cancel()
+		k.mu.Lock()
+		if k.closing || len(k.pending)+len(k.created) == 0 {
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Unlock()
 	}
 }
 
@@ -147,6 +160,20 @@ const digestReadBatch = 500
 
 // waitKept waits until the digests queued so far are kept (Close, tests).
 func (db *DB) waitKept() { db.keeper.done.Wait() }
+
+// stopKeeping drops what waits to be kept and waits for a batch under way
+// (Close: the digests are read again by the next read).
+func (db *DB) stopKeeping() {
+	db.keeper.mu.Lock()
+	if !db.keeper.closing {
+		db.keeper.closing = true
+		if db.keeper.stop != nil {
+			close(db.keeper.stop)
+		}
+	}
+	db.keeper.mu.Unlock()
+	db.keeper.done.Wait()
+}
 
 // keepDigests keeps each account's digest with the version it was read at.
 // A digest already kept for a later version stays: two readers may race,
