@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -83,6 +84,21 @@ func open(ctx context.Context, dsn string, opts ...Option) (*gorm.DB, *sql.DB, e
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// No JIT in our sessions. Our statements are short reads and writes;
+	// a plan whose estimate crosses jit_above_cost compiles about a hundred
+	// functions on every execution. The landed read's estimate crossed it
+	// after the worker analyzed tables growing under a migration, and each
+	// read took 0.5-5 s of CPU instead of 1-3 ms, which filled the API's
+	// pool and held every status read for seconds (make bench-scale at
+	// 60,000 accounts: p99 2.1-7.7 s; auto_explain showed JIT in 35 of the
+	// 40 slow plans). Sent in the startup message: no round trip.
+	dc.OptionOpenDB = append(dc.OptionOpenDB, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
+		if c.RuntimeParams == nil {
+			c.RuntimeParams = map[string]string{}
+		}
+		c.RuntimeParams["jit"] = "off"
+		return nil
+	}))
 	if o.sessionNice > 0 {
 		dc.OptionOpenDB = append(dc.OptionOpenDB, stdlib.OptionAfterConnect(o.afterConnect))
 	}
