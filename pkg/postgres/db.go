@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -92,11 +93,15 @@ func open(ctx context.Context, dsn string, opts ...Option) (*gorm.DB, *sql.DB, e
 	// pool and held every status read for seconds (make bench-scale at
 	// 60,000 accounts: p99 2.1-7.7 s; auto_explain showed JIT in 35 of the
 	// 40 slow plans). Sent in the startup message: no round trip.
+	// c is this connection's copy of the config, but its map is shared by
+	// every connection: replaced, never written to.
 	dc.OptionOpenDB = append(dc.OptionOpenDB, stdlib.OptionBeforeConnect(func(_ context.Context, c *pgx.ConnConfig) error {
-		if c.RuntimeParams == nil {
-			c.RuntimeParams = map[string]string{}
+		params := maps.Clone(c.RuntimeParams)
+		if params == nil {
+			params = map[string]string{}
 		}
-		c.RuntimeParams["jit"] = "off"
+		params["jit"] = "off"
+		c.RuntimeParams = params
 		return nil
 	}))
 	if o.sessionNice > 0 {
