@@ -90,7 +90,7 @@ bench-console:
 	  CONSOLE_BENCH_PROCESSES=$(CONSOLE_BENCH_FAILURE_PROCESSES) $(GO) test -run '^$$' -bench '^BenchmarkFailuresView$$' -benchtime 20x -timeout 20m -v ./pkg/console/
 
 # package:target[:count] of every fuzz target; each runs its count, else FUZZTIME, in make test.
-FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzDecodeOldVsNew:$(FUZZTIME_DIFF) ./pkg/dataimport:FuzzCheckJSON ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzAccountURLs:$(FUZZTIME_HTTP) ./pkg/csvconvert:FuzzConvert:$(FUZZTIME_CONVERT) ./pkg/storable:FuzzText
+FUZZ_TARGETS := ./pkg/dataimport:FuzzDecodeValidateAccount ./pkg/dataimport:FuzzDecodeOldVsNew:$(FUZZTIME_DIFF) ./pkg/dataimport:FuzzCheckJSON:$(FUZZTIME_DIFF) ./pkg/dataimport:FuzzTransactions ./pkg/dataimport:FuzzNotes ./pkg/dataimport:FuzzStatements ./pkg/dataimport:FuzzPaymentInstruction ./pkg/dataimport:FuzzDocumentPath ./pkg/httpapi:FuzzObtainToken:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzRouter:$(FUZZTIME_HTTP) ./pkg/httpapi:FuzzAccountURLs:$(FUZZTIME_HTTP) ./pkg/csvconvert:FuzzConvert:$(FUZZTIME_CONVERT) ./pkg/storable:FuzzText
 
 ## fuzz: run each fuzz target for its count (make fuzz FUZZTIME=2000000x FUZZTIME_HTTP=50000x)
 fuzz fuzz-ci:
