@@ -310,9 +310,6 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 		if !progress {
 			done, err := h.Store.FinishJobIfDone(ctx, job.ID)
 			if err != nil || done {
-				if done {
-					_ = h.Store.SampleJobRate(ctx, job.ID)
-				}
 				return done, err
 			}
 			// Waiting: for slots under the cap, or for attempts another

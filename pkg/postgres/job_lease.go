@@ -82,16 +82,21 @@ func (db *DB) JobsToWake(ctx context.Context) ([]JobToWake, error) {
 	return out, rows.Err()
 }
 
-// SampleJobRate adds a (now, lines done) sample to the job's last minute.
-func (db *DB) SampleJobRate(ctx context.Context, jobID int64) error {
-	_, err := db.sql.ExecContext(ctx, `
-		UPDATE import_jobs SET rate_samples = (
+// rateSampled is a job row's rate_samples with a (now, lines done) sample
+// added and those older than a minute dropped.
+const rateSampled = `(
 			SELECT coalesce(jsonb_agg(s ORDER BY (s->>'t')::float8), '[]'::jsonb) FROM (
 				SELECT s FROM jsonb_array_elements(rate_samples) s WHERE (s->>'t')::float8 > extract(epoch FROM now()) - 62
 				UNION ALL
 				SELECT jsonb_build_object('t', extract(epoch FROM now()),
-				       'd', n_received - n_pending - n_in_progress - CASE WHEN create_accounts AND NOT dry_run THEN n_staged ELSE 0 END)) x)
-		 WHERE id = $1`, jobID)
+				       'd', n_received - n_pending - n_in_progress - CASE WHEN create_accounts AND NOT dry_run THEN n_staged ELSE 0 END)) x)`
+
+// SampleJobRate adds a (now, lines done) sample to the job's last minute.
+// A job that is not processing keeps its samples: its last one is taken
+// as it finishes (FinishJobIfDone), so a finished job's view is final.
+func (db *DB) SampleJobRate(ctx context.Context, jobID int64) error {
+	_, err := db.sql.ExecContext(ctx, `UPDATE import_jobs SET rate_samples = `+rateSampled+`
+		 WHERE id = $1 AND state = 'PROCESSING'`, jobID)
 	if err != nil {
 		return fmt.Errorf("sample job %d rate: %w", jobID, err)
 	}

@@ -108,8 +108,10 @@ func (db *DB) FinishJobIfDone(ctx context.Context, jobID int64) (bool, error) {
 	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM import_jobs WHERE id = $1 FOR NO KEY UPDATE`, jobID); err != nil {
 		return false, fmt.Errorf("finish job %d: %w", jobID, err)
 	}
+	// The last rate sample is taken with the change of state: a reader
+	// that sees the job COMPLETED sees its final view.
 	res, err := tx.ExecContext(ctx, `UPDATE import_jobs j SET state = 'COMPLETED', finished_at = now(), modified_at = now(),
-		lease_owner = NULL, lease_until = NULL
+		lease_owner = NULL, lease_until = NULL, rate_samples = `+rateSampled+`
 		WHERE id = $1 AND state = 'PROCESSING' AND NOT EXISTS (
 			SELECT 1 FROM import_job_records r WHERE r.job_id = j.id
 			   AND (r.outcome IN ('pending', 'in_progress') OR (r.outcome = 'duplicate_line' AND r.staged_version IS NULL)
