@@ -210,3 +210,33 @@ func (e *env) waitForLockOnJobs(msg string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFinishedJobViewIsFinal: the last rate sample is taken as the job
+// completes, and none after: two reads of a finished job answer the same
+// (a sample taken after COMPLETED changed accounts_per_second between them).
+func TestFinishedJobViewIsFinal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sup := e.supplier("FINAL_VIEW", false)
+	job := e.rerunJob(sup, "Final View", []string{"created", "created"})
+	e.must(e.g.Exec(`UPDATE import_jobs SET state = 'PROCESSING', finished_at = NULL, rate_samples = '[]' WHERE id = ?`, job.ID).Error)
+	e.must(e.db.SampleJobRate(e.ctx, job.ID))
+	done, err := e.db.FinishJobIfDone(e.ctx, job.ID)
+	e.must(err)
+	if !done {
+		t.Fatal("a job with every line created was not finished")
+	}
+	var n int
+	var samples string
+	e.scalar(&n, `SELECT jsonb_array_length(rate_samples) FROM import_jobs WHERE id = ?`, job.ID)
+	if n != 2 {
+		t.Fatalf("%d rate samples after finishing, want the running one and the final one", n)
+	}
+	e.scalar(&samples, `SELECT rate_samples::text FROM import_jobs WHERE id = ?`, job.ID)
+	e.must(e.db.SampleJobRate(e.ctx, job.ID))
+	var after string
+	e.scalar(&after, `SELECT rate_samples::text FROM import_jobs WHERE id = ?`, job.ID)
+	if after != samples {
+		t.Errorf("a finished job sampled again:\nbefore %s\nafter  %s", samples, after)
+	}
+}
