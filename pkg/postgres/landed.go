@@ -27,7 +27,8 @@ import (
 // read pays for it once, not on every read.
 
 // landedSelect answers (account id, external number, platform number,
-// landed version, landed JSON) for the accounts the WHERE clause appended to it keeps.
+// landed version, landed JSON) for the accounts the WHERE clause appended
+// to it keeps.
 const landedSelect = `
 SELECT a.id, a.external_account_number, a.platform_account_number, a.landed_version, jsonb_build_object(
   'external_account_number', a.external_account_number,

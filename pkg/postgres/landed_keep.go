@@ -158,7 +158,7 @@ const keepEvery = 250 * time.Millisecond
 // digestReadBatch is how many accounts one read-back statement takes.
 const digestReadBatch = 500
 
-// waitKept waits until the digests queued so far are kept (Close, tests).
+// waitKept waits until the digests queued so far are kept (tests).
 func (db *DB) waitKept() { db.keeper.done.Wait() }
 
 // stopKeeping drops what waits to be kept and waits for a batch under way
