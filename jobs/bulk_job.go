@@ -49,6 +49,7 @@ type BulkJobStore interface {
 type BatchSlots interface {
 	Slots
 	AcquireManyFor(ctx context.Context, holders []string, own queue.Owner, caps queue.Caps, fair bool) (int, error)
+	ReleaseMany(ctx context.Context, holders []string) error
 }
 
 // BulkJobHandler drains one bulk import job: it stages the job's lines in
@@ -407,10 +408,8 @@ func holders(cands []postgres.JobCandidate, offset int) []string {
 // release gives back the slots of cands' attempts (plus offset: the attempt
 // a slot was taken for before it started).
 func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandidate, offset int) {
-	bg := context.WithoutCancel(ctx)
-	for _, c := range cands {
-		_ = h.Slots.Release(bg, queue.SlotHolder(c.ProcessID, c.Attempt+offset))
-	}
+	// A slot not given back (Redis unreachable) runs out with its lease.
+	_ = h.Slots.ReleaseMany(context.WithoutCancel(ctx), holders(cands, offset))
 }
 
 // create creates the accounts of started attempts: revalidated as the

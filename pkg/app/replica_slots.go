@@ -50,6 +50,15 @@ func (c *countingSlots) Release(ctx context.Context, holder string) error {
 	return c.BatchSlots.Release(ctx, holder)
 }
 
+func (c *countingSlots) ReleaseMany(ctx context.Context, holders []string) error {
+	c.mu.Lock()
+	for _, h := range holders {
+		delete(c.held, h)
+	}
+	c.mu.Unlock()
+	return c.BatchSlots.ReleaseMany(ctx, holders)
+}
+
 // Holding implements jobs.SlotTracker.
 func (c *countingSlots) Holding(holder string) {
 	c.mu.Lock()

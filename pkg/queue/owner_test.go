@@ -216,3 +216,35 @@ func TestFairBatchLeavesRoomForAnotherSupplier(t *testing.T) {
 		t.Fatalf("others quiet: %d %v, want 4", n, err)
 	}
 }
+
+// ReleaseMany gives back slots and their owners' counts in chunks, as
+// Release does one at a time: holders never held and repeats change nothing.
+func TestReleaseManyFreesSlotsAndCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newSem(t, time.Minute)
+	own := queue.Owner{Supplier: 5, Organisation: 6}
+	var hs []string
+	for i := range 1200 { // more than one chunk
+		hs = append(hs, fmt.Sprintf("h%d", i))
+	}
+	if n, err := s.AcquireManyFor(ctx, hs, own, queue.Caps{}, false); err != nil || n != len(hs) {
+		t.Fatalf("acquire: %d %v", n, err)
+	}
+	if ok, err := s.AcquireFor(ctx, "other", queue.Owner{Supplier: 7, Organisation: 6}, queue.Caps{}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := s.ReleaseMany(ctx, append(hs[:1100:1100], "never-held", "h3")); err != nil {
+		t.Fatal(err)
+	}
+	mustInUse(t, s, 101)
+	mustCounts(t, s, map[int64]int{5: 100, 7: 1}, map[int64]int{6: 101})
+	if err := s.ReleaseMany(ctx, hs); err != nil {
+		t.Fatal(err)
+	}
+	mustInUse(t, s, 1)
+	mustCounts(t, s, map[int64]int{7: 1}, map[int64]int{6: 1})
+	if err := s.ReleaseMany(ctx, []string{"other", ""}); err == nil {
+		t.Fatal("ReleaseMany with an empty holder succeeded")
+	}
+}

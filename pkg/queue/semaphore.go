@@ -296,6 +296,16 @@ end
 return 1
 `)
 
+// ReleaseMany: ARGV = holders.
+var releaseManyScript = goredis.NewScript(luaPrelude + `
+for i = 1, #ARGV do
+  if redis.call('ZREM', key, ARGV[i]) == 1 then
+    forget(ARGV[i])
+  end
+end
+return 1
+`)
+
 // InUse: count of live slots.
 var inUseScript = goredis.NewScript(luaPrelude + `
 return redis.call('ZCARD', key)
@@ -484,6 +494,27 @@ func (s *Semaphore) Release(ctx context.Context, holder string) error {
 	}
 	if err := releaseScript.Run(ctx, s.c, s.keys(), holder).Err(); err != nil {
 		return fmt.Errorf("semaphore release %s: %w", holder, err)
+	}
+	return nil
+}
+
+// ReleaseMany is Release for many holders in few round trips (a bulk
+// round gives back hundreds of slots at once; one script call each was 5%
+// of the worker's CPU).
+func (s *Semaphore) ReleaseMany(ctx context.Context, holders []string) error {
+	for len(holders) > 0 {
+		n := min(len(holders), renewChunk)
+		args := make([]any, n)
+		for i, h := range holders[:n] {
+			if h == "" {
+				return errNoHolder
+			}
+			args[i] = h
+		}
+		if err := releaseManyScript.Run(ctx, s.c, s.keys(), args...).Err(); err != nil {
+			return fmt.Errorf("semaphore release %d holders: %w", n, err)
+		}
+		holders = holders[n:]
 	}
 	return nil
 }
