@@ -118,10 +118,9 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64
 	type line struct {
 		line     int64
 		external string
-		payload  string
 		outcome  string
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT line, external_account_number, payload, outcome FROM import_job_records
+	rows, err := tx.QueryContext(ctx, `SELECT line, external_account_number, outcome FROM import_job_records
 		WHERE job_id = $1 AND line > $3 AND (outcome = 'pending' OR (outcome = 'duplicate_line' AND staged_version IS NULL))
 		ORDER BY line LIMIT $2 FOR UPDATE`, job.ID, limit, after)
 	if err != nil {
@@ -130,7 +129,7 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64
 	var todo []line
 	for rows.Next() {
 		var l line
-		if err := rows.Scan(&l.line, &l.external, &l.payload, &l.outcome); err != nil {
+		if err := rows.Scan(&l.line, &l.external, &l.outcome); err != nil {
 			rows.Close()
 			return 0, 0, fmt.Errorf("stage job chunk: %w", err)
 		}
@@ -162,8 +161,8 @@ func (db *DB) StageJobChunk(ctx context.Context, job dataimport.Job, after int64
 			seen[todo[i].external] = true
 			now = append(now, i)
 		}
-		if err := stageJobRound(ctx, tx, job.SupplierID, todo2rows(now, func(i int) stageRow {
-			return stageRow{SupplierID: job.SupplierID, External: todo[i].external, Payload: []byte(todo[i].payload)}
+		if err := stageJobRound(ctx, tx, job.ID, todo2rows(now, func(i int) stageRow {
+			return stageRow{SupplierID: job.SupplierID, External: todo[i].external, Line: todo[i].line}
 		}), now, outs, failed); err != nil {
 			return 0, 0, err
 		}
@@ -261,12 +260,12 @@ func todo2rows(idx []int, f func(int) stageRow) []stageRow {
 // stageJobRound stages distinct accounts in one statement behind a
 // savepoint; if Postgres refuses it, each row is staged alone behind its
 // own savepoint and a row refused alone is marked failed.
-func stageJobRound(ctx context.Context, tx *sql.Tx, supplierID int64, rows []stageRow, idx []int, outs []stageOutcome, failed []*dataimport.Error) error {
+func stageJobRound(ctx context.Context, tx *sql.Tx, jobID int64, rows []stageRow, idx []int, outs []stageOutcome, failed []*dataimport.Error) error {
 	try := func(rs []stageRow) ([]stageOutcome, error) {
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT stage_round`); err != nil {
 			return nil, fmt.Errorf("stage job round: %w", err)
 		}
-		o, err := stageRowsOn(ctx, tx, rs, "job")
+		o, err := stageRowsOn(ctx, tx, rs, "job", jobID)
 		if err != nil {
 			if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT stage_round`); rbErr != nil {
 				return nil, fmt.Errorf("stage job round: %w", rbErr)
@@ -291,7 +290,7 @@ func stageJobRound(ctx context.Context, tx *sql.Tx, supplierID int64, rows []sta
 		return err
 	}
 	for k, i := range idx {
-		if err := stageJobRound(ctx, tx, supplierID, rows[k:k+1], []int{i}, outs, failed); err != nil {
+		if err := stageJobRound(ctx, tx, jobID, rows[k:k+1], []int{i}, outs, failed); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,9 @@ type stageRow struct {
 	SupplierID int64
 	External   string
 	Payload    []byte
+	// Line of the job being staged (stageRowsOn with a job): the payload is
+	// read from the job's line inside the statement, not sent.
+	Line int64
 }
 
 // stageKey is the account a row stages: one statement may touch it once.
