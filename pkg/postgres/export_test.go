@@ -83,6 +83,9 @@ func LandedTables() []string {
 	return append([]string{"accounts"}, out...)
 }
 
+// LandedSelect is the landed statement, without its WHERE clause.
+const LandedSelect = landedSelect
+
 // LiveLandedDigest reads the account back from the tables, past any kept
 // digest.
 func (db *DB) LiveLandedDigest(ctx context.Context, platformNumber string) (string, int64, error) {
