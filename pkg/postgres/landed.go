@@ -149,10 +149,14 @@ func (db *DB) LandedDigests(ctx context.Context, platformNumbers []string) (map[
 	if len(platformNumbers) == 0 {
 		return out, nil
 	}
+	where, arg := `a.platform_account_number = ANY($1::text[])`, any(platformNumbers)
+	if len(platformNumbers) == 1 { // a status read: planned once (see landedAccounts)
+		where, arg = `a.platform_account_number = $1::text`, platformNumbers[0]
+	}
 	rows, err := db.readSQL.QueryContext(ctx, `
 		SELECT a.id, a.platform_account_number, d.digest
 		  FROM accounts a LEFT JOIN landed_digests d ON d.account_id = a.id AND d.version = a.landed_version
-		 WHERE a.platform_account_number = ANY($1::text[])`, platformNumbers)
+		 WHERE `+where, arg)
 	if err != nil {
 		return nil, fmt.Errorf("landed digests: %w", err)
 	}
