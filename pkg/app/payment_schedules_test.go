@@ -159,15 +159,23 @@ func TestAccountInstructionVendorOutcomes(t *testing.T) {
 	s.proxy.FailNext(1, testutil.Fault{Delay: 1500 * time.Millisecond}) // then forwarded
 	done := make(chan testutil.Response, 1)
 	go func() { done <- s.create("EXT-SLOW", nil) }()
-	longest := 0.0
+	longest, which := 0.0, ""
 	for deadline := time.Now().Add(1400 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var age float64
-		must(t, s.DB.Gorm().Raw(`SELECT COALESCE(max(extract(epoch FROM now() - xact_start)), 0) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`).Scan(&age).Error)
-		longest = max(longest, age)
+		var oldest []struct {
+			Age   float64
+			Which string
+		}
+		must(t, s.DB.Gorm().Raw(`SELECT extract(epoch FROM now() - xact_start) AS age,
+			       application_name || ' ' || state || ' ' || coalesce(wait_event_type || ':' || wait_event, '') || ': ' || left(query, 160) AS which
+			  FROM pg_stat_activity
+			 WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL
+			 ORDER BY xact_start LIMIT 1`).Scan(&oldest).Error)
+		if len(oldest) == 1 && oldest[0].Age > longest {
+			longest, which = oldest[0].Age, oldest[0].Which
+		}
 	}
 	if longest > 0.5 {
-		t.Errorf("a transaction was open for %.2fs while the vendor was being asked", longest)
+		t.Errorf("a transaction was open for %.2fs while the vendor was being asked (%s)", longest, which)
 	}
 	if r := <-done; r.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
