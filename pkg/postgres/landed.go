@@ -22,10 +22,10 @@ import (
 // its account's (or parent's) index; meter points through their account's,
 // as supply_address_id has none (a scan of every meter point per address
 // made 5,000 accounts take minutes). Each list is aggregated from a subquery
-// that orders it, not with ORDER BY inside jsonb_agg: Postgres 15 starts a
-// sort of its own for every ordered aggregate of every row, sized by
-// work_mem, which made 100 accounts take 90-280 ms instead of 25-30
-// (the same JSON, byte for byte: TestLandedFormUnchanged). landed_digest is computed on the first
+// that orders it, not with ORDER BY inside jsonb_agg: Postgres 15 sets up a
+// sort for every ordered aggregate of every row, at a cost that grows with
+// work_mem (100 accounts: 89-282 ms, now 25-31; the same JSON byte for
+// byte, TestLandedFormUnchanged). landed_digest is computed on the first
 // read after the account changed and kept with the account's landed_version
 // (migration 00032), so the creation path pays nothing for it and a status
 // read pays for it once, not on every read.

@@ -51,8 +51,9 @@ func (db *DB) stageRows(ctx context.Context, rows []stageRow) ([]stageOutcome, e
 }
 
 // The rows of a staging statement: payloads sent with it ($3), or lines $3
-// of job $6 (a line whose text is gone stages nothing: the payload column
-// refuses NULL, and the line fails alone).
+// of job $6. The round holds those lines locked; were a line's text gone,
+// the payload column (NOT NULL) would refuse it and the line would fail
+// alone behind its savepoint.
 const (
 	stageInputSent     = `SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(supplier_id, external, payload)`
 	stageInputJobLines = `SELECT i.supplier_id, i.external, r.payload
@@ -76,27 +77,15 @@ type querier interface {
 func stageRowsOn(ctx context.Context, q querier, rows []stageRow, api string, jobID int64) ([]stageOutcome, error) {
 	sups := make([]int64, len(rows))
 	exts := make([]string, len(rows))
-	var third any
-	input := stageInputSent
-	args := []any{sups, exts, nil, dataimport.EventStaged, api}
-	if jobID != 0 {
-		lines := make([]int64, len(rows))
-		for i, r := range rows {
-			lines[i] = r.Line
-		}
-		third, input = lines, stageInputJobLines
-		args = append(args, jobID)
-	} else {
-		payloads := make([]string, len(rows))
-		for i, r := range rows {
-			payloads[i] = string(r.Payload)
-		}
-		third = payloads
-	}
+	payloads := make([]string, len(rows))
+	lines := make([]int64, len(rows))
 	for i, r := range rows {
-		sups[i], exts[i] = r.SupplierID, r.External
+		sups[i], exts[i], payloads[i], lines[i] = r.SupplierID, r.External, string(r.Payload), r.Line
 	}
-	args[2] = third
+	input, args := stageInputSent, []any{sups, exts, payloads, dataimport.EventStaged, api}
+	if jobID != 0 {
+		input, args = stageInputJobLines, []any{sups, exts, lines, dataimport.EventStaged, api, jobID}
+	}
 	res, err := q.QueryContext(ctx, `
 		WITH input AS (`+input+`
 		), p AS (

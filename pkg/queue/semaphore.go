@@ -288,16 +288,8 @@ touch()
 return missing
 `)
 
-// Release: ARGV = holder.
+// Release: ARGV = holders.
 var releaseScript = goredis.NewScript(luaPrelude + `
-if redis.call('ZREM', key, ARGV[1]) == 1 then
-  forget(ARGV[1])
-end
-return 1
-`)
-
-// ReleaseMany: ARGV = holders.
-var releaseManyScript = goredis.NewScript(luaPrelude + `
 for i = 1, #ARGV do
   if redis.call('ZREM', key, ARGV[i]) == 1 then
     forget(ARGV[i])
@@ -489,18 +481,12 @@ func (s *Semaphore) RenewMany(ctx context.Context, holders []string) (missing []
 
 // Release frees the holder's slot (idempotent).
 func (s *Semaphore) Release(ctx context.Context, holder string) error {
-	if holder == "" {
-		return errNoHolder
-	}
-	if err := releaseScript.Run(ctx, s.c, s.keys(), holder).Err(); err != nil {
-		return fmt.Errorf("semaphore release %s: %w", holder, err)
-	}
-	return nil
+	return s.ReleaseMany(ctx, []string{holder})
 }
 
-// ReleaseMany is Release for many holders in few round trips (a bulk
-// round gives back hundreds of slots at once; one script call each was 5%
-// of the worker's CPU).
+// ReleaseMany frees the holders' slots (idempotent) in one script call per
+// 500: a bulk round gives back hundreds at once, and one call each was 5%
+// of the worker's CPU.
 func (s *Semaphore) ReleaseMany(ctx context.Context, holders []string) error {
 	for len(holders) > 0 {
 		n := min(len(holders), renewChunk)
@@ -511,8 +497,8 @@ func (s *Semaphore) ReleaseMany(ctx context.Context, holders []string) error {
 			}
 			args[i] = h
 		}
-		if err := releaseManyScript.Run(ctx, s.c, s.keys(), args...).Err(); err != nil {
-			return fmt.Errorf("semaphore release %d holders: %w", n, err)
+		if err := releaseScript.Run(ctx, s.c, s.keys(), args...).Err(); err != nil {
+			return fmt.Errorf("semaphore release %s (%d holders): %w", holders[0], n, err)
 		}
 		holders = holders[n:]
 	}
