@@ -859,9 +859,8 @@ func TestCreateAccountCancelledMidway(t *testing.T) {
 		_, err := e.db.CreateAccount(ctx, in)
 		done <- err
 	}()
-	// Wait until it is blocked on account_notes, which its one INSERT
-	// statement writes with every other table (the statement's text is too
-	// long for pg_stat_activity, so the waiting lock is looked up instead).
+	// Wait until it is blocked on account_notes, which its transaction
+	// writes after the tables before it (the waiting lock is looked up).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var waiting int

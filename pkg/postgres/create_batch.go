@@ -17,10 +17,11 @@ import (
 
 // The creation transaction runs on the pgx connection under database/sql,
 // as one pipelined batch: BEGIN, a guard that locks the process rows and
-// aborts unless each attempt is still the current one, the one statement
-// that writes every table and completes the processes (create_rows.go), and
-// COMMIT. Rows that need a parent's id take it from the parent's RETURNING
-// rows inside that statement.
+// aborts unless each attempt is still the current one, one INSERT per table
+// and the statement that completes the processes (create_rows.go), and
+// COMMIT. The ids that rows point at were drawn from their sequences just
+// before, outside the transaction, so no statement waits for another's
+// RETURNING rows and none joins.
 // A statement that fails aborts the transaction, and we roll back; a
 // connection that cannot roll back is thrown away, never reused mid-transaction.
 
@@ -49,6 +50,9 @@ func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []Creatio
 			return nil, err
 		}
 		results[i] = &CreationResult{PlatformAccountNumber: numbers[i]}
+	}
+	if err := db.reserveIDs(ctx, &rows); err != nil {
+		return nil, err
 	}
 	if db.writers != nil {
 		if err := db.writers.Acquire(ctx, 1); err != nil {
@@ -90,9 +94,22 @@ func (db *DB) createAccountsOnce(ctx context.Context, jobID int64, ins []Creatio
 	return out, nil
 }
 
+// reserveIDs draws the rows' ids on a connection of the pool, before the
+// writer slot is taken: drawing ids locks nothing.
+func (db *DB) reserveIDs(ctx context.Context, rows *creationRows) error {
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("create account: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		return rows.reserveIDs(ctx, dc.(*stdlib.Conn).Conn())
+	})
+}
+
 // createAccountsTx runs the transaction in one round trip: BEGIN, the job's
 // guard (if any), the attempts' guard, every table's rows (see
-// creationRows, whose answers fill res), and COMMIT.
+// creationRows, which fills res), and COMMIT.
 func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []CreationInput, rows *creationRows, res []*CreationResult, dryRun bool) ([]CreationResult, error) {
 	tx := &pgx.Batch{}
 	tx.Queue("BEGIN")

@@ -1,8 +1,8 @@
 package postgres
 
 import (
-	"slices"
-	"strconv"
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,97 +13,122 @@ import (
 
 // The creation transaction writes each table once, whatever the number of
 // accounts: the rows of every account go into one column array per column,
-// and one INSERT ... SELECT FROM unnest(...) per table stores them. A child
-// row finds its parent by the parent's natural key inside the account
-// (platform number, customer and address position, MPxN, meter serial, the
-// open statement), all unique and indexed, so no id has to travel back to
-// us between statements and the whole transaction stays one round trip.
+// and one INSERT ... SELECT FROM unnest(...) per table stores them, in the
+// order they were added. The ids of every row another row points at are
+// drawn from their sequences before the transaction (reserveIDs), so each
+// child row carries its parent's id, and the statements need neither joins
+// nor RETURNING: they are plain inserts, sent together in one round trip.
 // One account (the per-account path) and a bulk job's hundred take the same
 // statements; only the arrays are longer.
 //
 // Amounts go as text and are cast by Postgres, so a value is rounded or
 // refused exactly as the column would refuse it written directly.
 
+// Parent references are positions in the parent's columns (acc: an
+// account's, cust: a customer's, ...), turned into ids once the ids are
+// drawn.
+
 type accountCols struct {
 	num, external, typ, details, transfer, balance []string
 	supplier, process                              []int64
 	created                                        []time.Time
+	id                                             []int64
 }
 
 type customerCols struct {
-	num, given, family, title, salutation, email, mobile, landline, prefs []string
-	position                                                              []int32
-	dob                                                                   []*time.Time
+	given, family, title, salutation, email, mobile, landline, prefs []string
+	acc, position                                                    []int32
+	dob                                                              []*time.Time
+	id                                                               []int64
 }
 
 type psrCols struct {
-	num, code []string
-	customer  []int32
-	from, to  []*time.Time
+	code     []string
+	customer []int32
+	from, to []*time.Time
 }
 
 type addressCols struct {
-	num, a1, a2, a3, a4, a5, postcode []string
-	position                          []int32
-	from                              []*time.Time
+	a1, a2, a3, a4, a5, postcode []string
+	acc, position                []int32
+	from                         []*time.Time
+	id                           []int64
 }
 
 type meterPointCols struct {
-	num, mpxn, fuel []string
-	address         []int32
-	start           []time.Time
-	end             []*time.Time
-	profile         []*int32
-	ssc, eac        []*string
+	mpxn, fuel   []string
+	acc, address []int32
+	start        []time.Time
+	end          []*time.Time
+	profile      []*int32
+	ssc, eac     []*string
+	id           []int64
 }
 
 type agreementCols struct {
-	num, mpxn       []string
+	meterPoint      []int32
 	tariff, product []*string
 	validFrom       []time.Time
 	validTo         []*time.Time
 }
 
-type meterCols struct{ num, mpxn, serial []string }
+type meterCols struct {
+	serial          []string
+	acc, meterPoint []int32
+	id              []int64
+}
 
 type registerCols struct {
-	num, serial, register, rate []string
-	digits                      []int32
+	register, rate []string
+	meter, digits  []int32
 }
 
 type readingCols struct {
-	num, serial, register, value, typ []string
-	date                              []time.Time
+	register, value, typ []string
+	meter                []int32
+	date                 []time.Time
 }
 
 type statementCols struct {
-	num      []string
+	acc      []int32
 	from, to []time.Time
+	id       []int64
 }
 
 type transactionCols struct {
-	num, id, typ, amount, effect, description, data []string
-	date                                            []time.Time
-	original                                        []*time.Time
+	id, typ, amount, effect, description, data []string
+	acc, statement                             []int32
+	date                                       []time.Time
+	original                                   []*time.Time
 }
 
 type noteCols struct {
-	num, body, paths []string
-	pinned           []bool
-	unpin            []*time.Time
-	created          []time.Time
+	body, paths []string
+	acc         []int32
+	pinned      []bool
+	unpin       []*time.Time
+	created     []time.Time
 }
 
 type scheduleCols struct {
-	num, means, frequency, amount []string
-	position                      []int32
-	start                         []time.Time
+	means, frequency, amount []string
+	acc, position            []int32
+	start                    []time.Time
 }
 
 type instructionCols struct {
-	num, vendor, reference, typ []string
-	brand, last4, mandate       []*string
-	expMonth, expYear           []*int32
+	vendor, reference, typ []string
+	acc                    []int32
+	brand, last4, mandate  []*string
+	expMonth, expYear      []*int32
+}
+
+// welcomeCols: the outbox, one e-mail per customer with an address of an
+// account whose supplier sends them, in customer order.
+type welcomeCols struct {
+	acc, customer []int32
+	email         []string
+	id            []int64
 }
 
 type doneCols struct {
@@ -128,7 +153,7 @@ type creationRows struct {
 	notes        noteCols
 	schedules    scheduleCols
 	instructions instructionCols
-	welcome      []string // platform numbers whose customers get the welcome e-mail
+	welcome      welcomeCols
 	done         doneCols
 }
 
@@ -162,6 +187,7 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	}
 
 	ac := &r.accounts
+	acc := int32(len(ac.num))
 	ac.num = append(ac.num, num)
 	ac.supplier = append(ac.supplier, in.Supplier.ID)
 	ac.process = append(ac.process, in.ProcessID)
@@ -172,9 +198,11 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	ac.balance = append(ac.balance, openingBalance(a).String())
 	ac.created = append(ac.created, in.Now)
 
-	cc, pc := &r.customers, &r.psr
+	cc, pc, wc := &r.customers, &r.psr, &r.welcome
+	welcome := in.Supplier.WelcomeEmail && !in.DryRun
 	for i, c := range customers {
-		cc.num = append(cc.num, num)
+		cust := int32(len(cc.acc))
+		cc.acc = append(cc.acc, acc)
 		cc.position = append(cc.position, int32(c.Position))
 		cc.given = append(cc.given, c.GivenName)
 		cc.family = append(cc.family, c.FamilyName)
@@ -186,23 +214,29 @@ func (r *creationRows) add(in CreationInput, num string) error {
 		cc.dob = append(cc.dob, c.DateOfBirth)
 		cc.prefs = append(cc.prefs, c.CustomerPreferences)
 		for _, e := range a.Customers[i].PSR {
-			pc.num = append(pc.num, num)
-			pc.customer = append(pc.customer, int32(c.Position))
+			pc.customer = append(pc.customer, cust)
 			pc.code = append(pc.code, e.Code)
 			pc.from = append(pc.from, dateTime(e.EffectiveFrom))
 			pc.to = append(pc.to, dateTime(e.EffectiveTo))
 		}
+		if welcome && c.Email != "" {
+			wc.acc = append(wc.acc, acc)
+			wc.customer = append(wc.customer, cust)
+			wc.email = append(wc.email, c.Email)
+		}
 	}
 	for i, sa := range a.SupplyAddresses {
-		r.addAddress(num, i, sa)
+		r.addAddress(acc, i, sa)
 	}
 	st := &r.statements
-	st.num = append(st.num, num)
+	stm := int32(len(st.acc))
+	st.acc = append(st.acc, acc)
 	st.from = append(st.from, from.Time())
 	st.to = append(st.to, to.Time())
 	tc := &r.transactions
 	for _, t := range txs {
-		tc.num = append(tc.num, num)
+		tc.acc = append(tc.acc, acc)
+		tc.statement = append(tc.statement, stm)
 		tc.id = append(tc.id, t.TransactionID)
 		tc.typ = append(tc.typ, t.Type)
 		tc.date = append(tc.date, t.TransactionDate)
@@ -214,7 +248,7 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	}
 	nc := &r.notes
 	for _, n := range noteRs {
-		nc.num = append(nc.num, num)
+		nc.acc = append(nc.acc, acc)
 		nc.body = append(nc.body, n.Body)
 		nc.paths = append(nc.paths, n.DocumentPaths)
 		nc.pinned = append(nc.pinned, n.IsPinned)
@@ -223,7 +257,7 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	}
 	sc := &r.schedules
 	for i, ps := range a.PaymentSchedules {
-		sc.num = append(sc.num, num)
+		sc.acc = append(sc.acc, acc)
 		sc.position = append(sc.position, int32(i))
 		sc.means = append(sc.means, string(ps.Means))
 		sc.start = append(sc.start, ps.StartDate.Time())
@@ -233,7 +267,7 @@ func (r *creationRows) add(in CreationInput, num string) error {
 	ic := &r.instructions
 	for _, pi := range in.Instructions {
 		d := storableDetails(pi.Details)
-		ic.num = append(ic.num, num)
+		ic.acc = append(ic.acc, acc)
 		ic.vendor = append(ic.vendor, pi.Vendor)
 		ic.reference = append(ic.reference, pi.Reference)
 		ic.typ = append(ic.typ, string(pi.Type))
@@ -242,9 +276,6 @@ func (r *creationRows) add(in CreationInput, num string) error {
 		ic.expMonth = append(ic.expMonth, int32Ptr(nullIfZero(d.CardExpMonth)))
 		ic.expYear = append(ic.expYear, int32Ptr(nullIfZero(d.CardExpYear)))
 		ic.mandate = append(ic.mandate, nullIfZero(d.MandateStatus))
-	}
-	if in.Supplier.WelcomeEmail && !in.DryRun {
-		r.welcome = append(r.welcome, num)
 	}
 	dc := &r.done
 	dc.process = append(dc.process, in.ProcessID)
@@ -255,9 +286,10 @@ func (r *creationRows) add(in CreationInput, num string) error {
 
 // addAddress appends a supply address with its meter points, their
 // agreements and meters, and the meters' registers and readings.
-func (r *creationRows) addAddress(num string, position int, sa dataimport.SupplyAddress) {
+func (r *creationRows) addAddress(acc int32, position int, sa dataimport.SupplyAddress) {
 	ad := &r.addresses
-	ad.num = append(ad.num, num)
+	addr := int32(len(ad.acc))
+	ad.acc = append(ad.acc, acc)
 	ad.position = append(ad.position, int32(position))
 	ad.a1 = append(ad.a1, sa.SupplyAddress1)
 	ad.a2 = append(ad.a2, deref(sa.SupplyAddress2))
@@ -268,8 +300,9 @@ func (r *creationRows) addAddress(num string, position int, sa dataimport.Supply
 	ad.from = append(ad.from, dateTime(sa.CustomerAtSupplyAddressFromDate))
 	for _, mp := range sa.MeterPoints {
 		m := &r.meterPoints
-		m.num = append(m.num, num)
-		m.address = append(m.address, int32(position))
+		point := int32(len(m.acc))
+		m.acc = append(m.acc, acc)
+		m.address = append(m.address, addr)
 		m.mpxn = append(m.mpxn, mp.MPXN)
 		m.fuel = append(m.fuel, string(mp.Fuel))
 		m.start = append(m.start, mp.SupplyStartDate.Time())
@@ -279,8 +312,7 @@ func (r *creationRows) addAddress(num string, position int, sa dataimport.Supply
 		m.eac = append(m.eac, decimalText(mp.EstimatedAnnualConsumption))
 		for _, ag := range mp.Agreements {
 			g := &r.agreements
-			g.num = append(g.num, num)
-			g.mpxn = append(g.mpxn, mp.MPXN)
+			g.meterPoint = append(g.meterPoint, point)
 			g.tariff = append(g.tariff, ag.TariffCode)
 			g.product = append(g.product, ag.ProductCode)
 			g.validFrom = append(g.validFrom, ag.ValidFrom.Time())
@@ -288,21 +320,20 @@ func (r *creationRows) addAddress(num string, position int, sa dataimport.Supply
 		}
 		for _, me := range mp.Meters {
 			mc := &r.meters
-			mc.num = append(mc.num, num)
-			mc.mpxn = append(mc.mpxn, mp.MPXN)
+			meter := int32(len(mc.acc))
+			mc.acc = append(mc.acc, acc)
+			mc.meterPoint = append(mc.meterPoint, point)
 			mc.serial = append(mc.serial, me.SerialNumber)
 			for _, rg := range me.Registers {
 				rc := &r.registers
-				rc.num = append(rc.num, num)
-				rc.serial = append(rc.serial, me.SerialNumber)
+				rc.meter = append(rc.meter, meter)
 				rc.register = append(rc.register, rg.RegisterID)
 				rc.digits = append(rc.digits, int32(rg.NumberOfDigits))
 				rc.rate = append(rc.rate, deref(rg.RateType))
 			}
 			for _, rd := range me.TransferReadings {
 				tr := &r.readings
-				tr.num = append(tr.num, num)
-				tr.serial = append(tr.serial, me.SerialNumber)
+				tr.meter = append(tr.meter, meter)
 				tr.register = append(tr.register, rd.RegisterID)
 				tr.date = append(tr.date, rd.ReadingDate.Time())
 				tr.value = append(tr.value, rd.ReadingValue.String())
@@ -312,223 +343,143 @@ func (r *creationRows) addAddress(num string, position int, sa dataimport.Supply
 	}
 }
 
-// statement is the set's one INSERT: a chain of data-modifying CTEs,
-// parents before children, each child joined to its parent's RETURNING rows
-// (never to the tables, so its plan does not depend on how big they are).
-// Every array is always passed, empty or not, so the text never changes and
-// the prepared statement is planned once per connection. It answers one row
-// per account (kind 0: id, platform number) and per welcome e-mail (kind 1:
-// id, account id).
-func (r *creationRows) statement() (string, []any) {
-	var args []any
-	p := func(v any, typ string) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args)) + "::" + typ
+// reserveIDsSQL draws the ids of every row another row points at (and of
+// the welcome e-mails, which the answer names), each table's in ascending
+// order, as the rows are added. Drawn ids that end up unused (a rolled-back
+// transaction) are gaps, as any sequence leaves.
+const reserveIDsSQL = `SELECT
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('accounts_id_seq') FROM generate_series(1, $1::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('account_customers_id_seq') FROM generate_series(1, $2::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('supply_addresses_id_seq') FROM generate_series(1, $3::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('meter_points_id_seq') FROM generate_series(1, $4::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('meters_id_seq') FROM generate_series(1, $5::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('statements_id_seq') FROM generate_series(1, $6::int)) s(n)),
+	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('welcome_emails_id_seq') FROM generate_series(1, $7::int)) s(n))`
+
+// reserveIDs draws the rows' ids (reserveIDsSQL) on c.
+func (r *creationRows) reserveIDs(ctx context.Context, c *pgx.Conn) error {
+	err := c.QueryRow(ctx, reserveIDsSQL, len(r.accounts.num), len(r.customers.acc), len(r.addresses.acc),
+		len(r.meterPoints.acc), len(r.meters.acc), len(r.statements.acc), len(r.welcome.acc)).Scan(
+		&r.accounts.id, &r.customers.id, &r.addresses.id, &r.meterPoints.id, &r.meters.id, &r.statements.id, &r.welcome.id)
+	if err != nil {
+		return fmt.Errorf("create account: draw ids: %w", err)
 	}
+	return nil
+}
+
+// idsOf maps positions in a parent's columns to the parent's ids.
+func idsOf(parent []int64, at []int32) []int64 {
+	out := make([]int64, len(at))
+	for i, k := range at {
+		out[i] = parent[k]
+	}
+	return out
+}
+
+// queue adds the set's statements to b, parents before children (each
+// foreign key is checked at the end of its statement), and fills res[i]
+// (the i-th account added) with its ids. A table with no rows gets no
+// statement; each table's text never changes, so each is prepared once per
+// connection.
+func (r *creationRows) queue(b *pgx.Batch, res []*CreationResult) {
 	ac, cu, ps, ad, mp, ag := &r.accounts, &r.customers, &r.psr, &r.addresses, &r.meterPoints, &r.agreements
 	me, rg, rd, st, tx, no := &r.meters, &r.registers, &r.readings, &r.statements, &r.transactions, &r.notes
-	sc, in, d := &r.schedules, &r.instructions, &r.done
-	q := `WITH acc AS (
-		INSERT INTO accounts (platform_account_number, supplier_id, import_process_id, external_account_number,
+	sc, in, we, d := &r.schedules, &r.instructions, &r.welcome, &r.done
+	insert := func(n int, q string, args ...any) {
+		if n > 0 {
+			b.Queue(q, args...)
+		}
+	}
+	insert(len(ac.id), `INSERT INTO accounts (id, platform_account_number, supplier_id, import_process_id, external_account_number,
 			account_type, details, transfer_balance, balance, created_at)
-		SELECT num, supplier, process, external, typ, details::jsonb, transfer::numeric, balance::numeric, created
-		  FROM unnest(` + p(ac.num, "text[]") + `, ` + p(ac.supplier, "bigint[]") + `, ` + p(ac.process, "bigint[]") + `, ` +
-		p(ac.external, "text[]") + `, ` + p(ac.typ, "text[]") + `, ` + p(ac.details, "text[]") + `, ` + p(ac.transfer, "text[]") + `, ` +
-		p(ac.balance, "text[]") + `, ` + p(ac.created, "timestamptz[]") + `)
-		       WITH ORDINALITY AS u(num, supplier, process, external, typ, details, transfer, balance, created, ord)
-		 ORDER BY ord
-		RETURNING id, platform_account_number AS num
-	), cust AS (
-		INSERT INTO account_customers (account_id, position, given_name, family_name, title, salutation, email,
+		SELECT id, num, supplier, process, external, typ, details::jsonb, transfer::numeric, balance::numeric, created
+		  FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[])
+		       AS u(id, num, supplier, process, external, typ, details, transfer, balance, created)`,
+		ac.id, ac.num, ac.supplier, ac.process, ac.external, ac.typ, ac.details, ac.transfer, ac.balance, ac.created)
+	insert(len(cu.id), `INSERT INTO account_customers (id, account_id, position, given_name, family_name, title, salutation, email,
 			mobile, landline, date_of_birth, customer_preferences)
-		SELECT acc.id, u.position, u.given, u.family, u.title, u.salutation, u.email, u.mobile, u.landline, u.dob, u.prefs::jsonb
-		  FROM unnest(` + p(cu.num, "text[]") + `, ` + p(cu.position, "int[]") + `, ` + p(cu.given, "text[]") + `, ` +
-		p(cu.family, "text[]") + `, ` + p(cu.title, "text[]") + `, ` + p(cu.salutation, "text[]") + `, ` + p(cu.email, "text[]") + `, ` +
-		p(cu.mobile, "text[]") + `, ` + p(cu.landline, "text[]") + `, ` + p(cu.dob, "date[]") + `, ` + p(cu.prefs, "text[]") + `)
-		       WITH ORDINALITY AS u(num, position, given, family, title, salutation, email, mobile, landline, dob, prefs, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-		RETURNING id, account_id, position, email
-	), psr AS (
-		INSERT INTO customer_psr (customer_id, code, effective_from, effective_to)
-		SELECT cust.id, u.code, u.efrom, u.eto
-		  FROM unnest(` + p(ps.num, "text[]") + `, ` + p(ps.customer, "int[]") + `, ` + p(ps.code, "text[]") + `, ` +
-		p(ps.from, "date[]") + `, ` + p(ps.to, "date[]") + `) WITH ORDINALITY AS u(num, customer, code, efrom, eto, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN cust ON cust.account_id = acc.id AND cust.position = u.customer
-		 ORDER BY u.ord
-	), addr AS (
-		INSERT INTO supply_addresses (account_id, position, supply_address1, supply_address2, supply_address3,
+		SELECT id, account, position, given, family, title, salutation, email, mobile, landline, dob, prefs::jsonb
+		  FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+		       $10::text[], $11::date[], $12::text[])
+		       AS u(id, account, position, given, family, title, salutation, email, mobile, landline, dob, prefs)`,
+		cu.id, idsOf(ac.id, cu.acc), cu.position, cu.given, cu.family, cu.title, cu.salutation, cu.email, cu.mobile, cu.landline, cu.dob, cu.prefs)
+	insert(len(ps.customer), `INSERT INTO customer_psr (customer_id, code, effective_from, effective_to)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::date[], $4::date[])`,
+		idsOf(cu.id, ps.customer), ps.code, ps.from, ps.to)
+	insert(len(ad.id), `INSERT INTO supply_addresses (id, account_id, position, supply_address1, supply_address2, supply_address3,
 			supply_address4, supply_address5, supply_postcode, customer_at_supply_address_from_date)
-		SELECT acc.id, u.position, u.a1, u.a2, u.a3, u.a4, u.a5, u.postcode, u.efrom
-		  FROM unnest(` + p(ad.num, "text[]") + `, ` + p(ad.position, "int[]") + `, ` + p(ad.a1, "text[]") + `, ` +
-		p(ad.a2, "text[]") + `, ` + p(ad.a3, "text[]") + `, ` + p(ad.a4, "text[]") + `, ` + p(ad.a5, "text[]") + `, ` +
-		p(ad.postcode, "text[]") + `, ` + p(ad.from, "date[]") + `)
-		       WITH ORDINALITY AS u(num, position, a1, a2, a3, a4, a5, postcode, efrom, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-		RETURNING id, account_id, position
-	), mp AS (
-		INSERT INTO meter_points (account_id, supply_address_id, mpxn, fuel, supply_start_date, supply_end_date,
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+		       $9::text[], $10::date[])`,
+		ad.id, idsOf(ac.id, ad.acc), ad.position, ad.a1, ad.a2, ad.a3, ad.a4, ad.a5, ad.postcode, ad.from)
+	insert(len(mp.id), `INSERT INTO meter_points (id, account_id, supply_address_id, mpxn, fuel, supply_start_date, supply_end_date,
 			profile_class, ssc, estimated_annual_consumption)
-		SELECT acc.id, addr.id, u.mpxn, u.fuel, u.sstart, u.send, u.profile, u.ssc, u.eac::numeric
-		  FROM unnest(` + p(mp.num, "text[]") + `, ` + p(mp.address, "int[]") + `, ` + p(mp.mpxn, "text[]") + `, ` +
-		p(mp.fuel, "text[]") + `, ` + p(mp.start, "date[]") + `, ` + p(mp.end, "date[]") + `, ` + p(mp.profile, "int[]") + `, ` +
-		p(mp.ssc, "text[]") + `, ` + p(mp.eac, "text[]") + `)
-		       WITH ORDINALITY AS u(num, address, mpxn, fuel, sstart, send, profile, ssc, eac, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN addr ON addr.account_id = acc.id AND addr.position = u.address
-		 ORDER BY u.ord
-		RETURNING id, account_id, mpxn
-	), agr AS (
-		INSERT INTO agreements (meter_point_id, tariff_code, product_code, valid_from, valid_to)
-		SELECT mp.id, u.tariff, u.product, u.vfrom, u.vto
-		  FROM unnest(` + p(ag.num, "text[]") + `, ` + p(ag.mpxn, "text[]") + `, ` + p(ag.tariff, "text[]") + `, ` +
-		p(ag.product, "text[]") + `, ` + p(ag.validFrom, "date[]") + `, ` + p(ag.validTo, "date[]") + `)
-		       WITH ORDINALITY AS u(num, mpxn, tariff, product, vfrom, vto, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN mp ON mp.account_id = acc.id AND mp.mpxn = u.mpxn
-		 ORDER BY u.ord
-	), met AS (
-		INSERT INTO meters (account_id, meter_point_id, serial_number)
-		SELECT acc.id, mp.id, u.serial
-		  FROM unnest(` + p(me.num, "text[]") + `, ` + p(me.mpxn, "text[]") + `, ` + p(me.serial, "text[]") + `)
-		       WITH ORDINALITY AS u(num, mpxn, serial, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN mp ON mp.account_id = acc.id AND mp.mpxn = u.mpxn
-		 ORDER BY u.ord
-		RETURNING id, account_id, serial_number
-	), reg AS (
-		INSERT INTO meter_registers (meter_id, register_id, number_of_digits, rate_type)
-		SELECT met.id, u.register, u.digits, u.rate
-		  FROM unnest(` + p(rg.num, "text[]") + `, ` + p(rg.serial, "text[]") + `, ` + p(rg.register, "text[]") + `, ` +
-		p(rg.digits, "int[]") + `, ` + p(rg.rate, "text[]") + `) WITH ORDINALITY AS u(num, serial, register, digits, rate, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN met ON met.account_id = acc.id AND met.serial_number = u.serial
-		 ORDER BY u.ord
-	), rdg AS (
-		INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_value, reading_type)
-		SELECT met.id, u.register, u.rdate, u.value::numeric, u.typ
-		  FROM unnest(` + p(rd.num, "text[]") + `, ` + p(rd.serial, "text[]") + `, ` + p(rd.register, "text[]") + `, ` +
-		p(rd.date, "date[]") + `, ` + p(rd.value, "text[]") + `, ` + p(rd.typ, "text[]") + `)
-		       WITH ORDINALITY AS u(num, serial, register, rdate, value, typ, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN met ON met.account_id = acc.id AND met.serial_number = u.serial
-		 ORDER BY u.ord
-	), stm AS (
-		INSERT INTO statements (account_id, period_from, period_to)
-		SELECT acc.id, u.pfrom, u.pto
-		  FROM unnest(` + p(st.num, "text[]") + `, ` + p(st.from, "date[]") + `, ` + p(st.to, "date[]") + `)
-		       WITH ORDINALITY AS u(num, pfrom, pto, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-		RETURNING id, account_id
-	), txn AS (
-		INSERT INTO account_transactions (account_id, statement_id, transaction_id, type, transaction_date,
+		SELECT id, account, address, mpxn, fuel, sstart, send, profile, ssc, eac::numeric
+		  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::date[], $7::date[], $8::int[], $9::text[], $10::text[])
+		       AS u(id, account, address, mpxn, fuel, sstart, send, profile, ssc, eac)`,
+		mp.id, idsOf(ac.id, mp.acc), idsOf(ad.id, mp.address), mp.mpxn, mp.fuel, mp.start, mp.end, mp.profile, mp.ssc, mp.eac)
+	insert(len(ag.meterPoint), `INSERT INTO agreements (meter_point_id, tariff_code, product_code, valid_from, valid_to)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::date[], $5::date[])`,
+		idsOf(mp.id, ag.meterPoint), ag.tariff, ag.product, ag.validFrom, ag.validTo)
+	insert(len(me.id), `INSERT INTO meters (id, account_id, meter_point_id, serial_number)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])`,
+		me.id, idsOf(ac.id, me.acc), idsOf(mp.id, me.meterPoint), me.serial)
+	insert(len(rg.meter), `INSERT INTO meter_registers (meter_id, register_id, number_of_digits, rate_type)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[])`,
+		idsOf(me.id, rg.meter), rg.register, rg.digits, rg.rate)
+	insert(len(rd.meter), `INSERT INTO transfer_readings (meter_id, register_id, reading_date, reading_value, reading_type)
+		SELECT meter, register, rdate, value::numeric, typ
+		  FROM unnest($1::bigint[], $2::text[], $3::date[], $4::text[], $5::text[]) AS u(meter, register, rdate, value, typ)`,
+		idsOf(me.id, rd.meter), rd.register, rd.date, rd.value, rd.typ)
+	insert(len(st.id), `INSERT INTO statements (id, account_id, period_from, period_to)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[], $4::date[])`,
+		st.id, idsOf(ac.id, st.acc), st.from, st.to)
+	insert(len(tx.acc), `INSERT INTO account_transactions (account_id, statement_id, transaction_id, type, transaction_date,
 			original_date, amount, balance_effect, description, data)
-		SELECT acc.id, stm.id, u.id, u.typ, u.tdate, u.odate, u.amount::numeric, u.effect::numeric, u.description, u.data::jsonb
-		  FROM unnest(` + p(tx.num, "text[]") + `, ` + p(tx.id, "text[]") + `, ` + p(tx.typ, "text[]") + `, ` +
-		p(tx.date, "date[]") + `, ` + p(tx.original, "date[]") + `, ` + p(tx.amount, "text[]") + `, ` + p(tx.effect, "text[]") + `, ` +
-		p(tx.description, "text[]") + `, ` + p(tx.data, "text[]") + `)
-		       WITH ORDINALITY AS u(num, id, typ, tdate, odate, amount, effect, description, data, ord)
-		  JOIN acc ON acc.num = u.num
-		  JOIN stm ON stm.account_id = acc.id
-		 ORDER BY u.ord
-	), nts AS (
-		INSERT INTO account_notes (account_id, body, document_paths, is_pinned, unpin_at, created_at)
-		SELECT acc.id, u.body, u.paths::jsonb, u.pinned, u.unpin, u.created
-		  FROM unnest(` + p(no.num, "text[]") + `, ` + p(no.body, "text[]") + `, ` + p(no.paths, "text[]") + `, ` +
-		p(no.pinned, "boolean[]") + `, ` + p(no.unpin, "timestamptz[]") + `, ` + p(no.created, "timestamptz[]") + `)
-		       WITH ORDINALITY AS u(num, body, paths, pinned, unpin, created, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-	), sch AS (
-		INSERT INTO account_payment_schedules (account_id, position, means, start_date, frequency, amount)
-		SELECT acc.id, u.position, u.means, u.start, u.frequency, u.amount::numeric
-		  FROM unnest(` + p(sc.num, "text[]") + `, ` + p(sc.position, "int[]") + `, ` + p(sc.means, "text[]") + `, ` +
-		p(sc.start, "date[]") + `, ` + p(sc.frequency, "text[]") + `, ` + p(sc.amount, "text[]") + `)
-		       WITH ORDINALITY AS u(num, position, means, start, frequency, amount, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-	), ins AS (
-		INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
+		SELECT account, statement, id, typ, tdate, odate, amount::numeric, effect::numeric, description, data::jsonb
+		  FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::date[], $6::date[], $7::text[], $8::text[], $9::text[], $10::text[])
+		       AS u(account, statement, id, typ, tdate, odate, amount, effect, description, data)`,
+		idsOf(ac.id, tx.acc), idsOf(st.id, tx.statement), tx.id, tx.typ, tx.date, tx.original, tx.amount, tx.effect, tx.description, tx.data)
+	insert(len(no.acc), `INSERT INTO account_notes (account_id, body, document_paths, is_pinned, unpin_at, created_at)
+		SELECT account, body, paths::jsonb, pinned, unpin, created
+		  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::timestamptz[])
+		       AS u(account, body, paths, pinned, unpin, created)`,
+		idsOf(ac.id, no.acc), no.body, no.paths, no.pinned, no.unpin, no.created)
+	insert(len(sc.acc), `INSERT INTO account_payment_schedules (account_id, position, means, start_date, frequency, amount)
+		SELECT account, position, means, start, frequency, amount::numeric
+		  FROM unnest($1::bigint[], $2::int[], $3::text[], $4::date[], $5::text[], $6::text[])
+		       AS u(account, position, means, start, frequency, amount)`,
+		idsOf(ac.id, sc.acc), sc.position, sc.means, sc.start, sc.frequency, sc.amount)
+	insert(len(in.acc), `INSERT INTO payment_instructions (account_id, vendor, reference, type, status,
 			card_brand, card_last4, card_exp_month, card_exp_year, mandate_status)
-		SELECT acc.id, u.vendor, u.reference, u.typ, 'ACTIVE', u.brand, u.last4, u.expm, u.expy, u.mandate
-		  FROM unnest(` + p(in.num, "text[]") + `, ` + p(in.vendor, "text[]") + `, ` + p(in.reference, "text[]") + `, ` +
-		p(in.typ, "text[]") + `, ` + p(in.brand, "text[]") + `, ` + p(in.last4, "text[]") + `, ` + p(in.expMonth, "int[]") + `, ` +
-		p(in.expYear, "int[]") + `, ` + p(in.mandate, "text[]") + `)
-		       WITH ORDINALITY AS u(num, vendor, reference, typ, brand, last4, expm, expy, mandate, ord)
-		  JOIN acc ON acc.num = u.num
-		 ORDER BY u.ord
-	), wel AS (
-		-- The outbox: one e-mail per customer with an address, in order.
-		INSERT INTO welcome_emails (account_id, customer_id, email)
-		SELECT cust.account_id, cust.id, cust.email
-		  FROM cust JOIN acc ON acc.id = cust.account_id
-		 WHERE acc.num = ANY(` + p(r.welcome, "text[]") + `) AND cust.email <> ''
-		 ORDER BY cust.account_id, cust.position
-		RETURNING id, account_id
-	), u AS (
-		SELECT * FROM unnest(` + p(d.process, "bigint[]") + `, ` + p(d.num, "text[]") + `, ` + p(d.at, "timestamptz[]") + `)
-		       AS u(process, num, at)
+		SELECT account, vendor, reference, typ, 'ACTIVE', brand, last4, expm, expy, mandate
+		  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[], $9::text[])
+		       AS u(account, vendor, reference, typ, brand, last4, expm, expy, mandate)`,
+		idsOf(ac.id, in.acc), in.vendor, in.reference, in.typ, in.brand, in.last4, in.expMonth, in.expYear, in.mandate)
+	insert(len(we.id), `INSERT INTO welcome_emails (id, account_id, customer_id, email)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])`,
+		we.id, idsOf(ac.id, we.acc), idsOf(cu.id, we.customer), we.email)
+	// Complete the processes (by primary key, whatever the table's size),
+	// and record their attempts and events.
+	insert(len(d.process), `WITH u AS (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(process, num, at)
 	), done AS (
-		-- Complete the processes (by primary key, whatever the table's size),
-		-- and record their attempts and events.
 		UPDATE import_processes p SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = u.num,
 		       account_created_at = u.at, latest_error = NULL, dry_run = false, modified_at = now()
-		  FROM u WHERE p.id = u.process AND p.id = ANY(` + p(d.process, "bigint[]") + `)
+		  FROM u WHERE p.id = u.process AND p.id = ANY($1::bigint[])
 		RETURNING p.id, p.attempt, p.platform_account_number
 	), att AS (
 		INSERT INTO import_attempts (process_id, attempt, outcome, platform_account_number)
 		SELECT id, attempt, 'COMPLETED', platform_account_number FROM done
-	), evt AS (
-		INSERT INTO import_process_events (process_id, event, data)
-		SELECT id, ` + p(dataimport.EventProcessed, "text") + `, jsonb_build_object('attempt', attempt, 'platform_account_number', platform_account_number)
-		  FROM done ORDER BY id
 	)
-	SELECT 0, id, id, num FROM acc
-	UNION ALL
-	SELECT 1, id, account_id, '' FROM wel`
-	return q, args
-}
-
-// queue adds the set's statement to b; res[i] (the i-th account added) is
-// filled in as its answer is read.
-func (r *creationRows) queue(b *pgx.Batch, res []*CreationResult) {
-	byNumber := make(map[string]*CreationResult, len(res))
-	for _, x := range res {
-		byNumber[x.PlatformAccountNumber] = x
+	INSERT INTO import_process_events (process_id, event, data)
+	SELECT id, $4::text, jsonb_build_object('attempt', attempt, 'platform_account_number', platform_account_number)
+	  FROM done ORDER BY id`, d.process, d.num, d.at, dataimport.EventProcessed)
+	for i, x := range res {
+		x.AccountID = ac.id[i]
 	}
-	q, args := r.statement()
-	b.Queue(q, args...).Query(func(rows pgx.Rows) error {
-		byID := make(map[int64]*CreationResult, len(res))
-		var welcome [][2]int64 // e-mail id, account id
-		for rows.Next() {
-			var kind int32
-			var id, account int64
-			var num string
-			if err := rows.Scan(&kind, &id, &account, &num); err != nil {
-				return err
-			}
-			if kind == 1 {
-				welcome = append(welcome, [2]int64{id, account})
-			} else if x := byNumber[num]; x != nil {
-				x.AccountID = id
-				byID[id] = x
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		// Ids ascend with the customers' positions, so sorting keeps the order.
-		slices.SortFunc(welcome, func(a, b [2]int64) int { return int(a[0] - b[0]) })
-		for _, w := range welcome {
-			if x := byID[w[1]]; x != nil {
-				x.WelcomeEmailIDs = append(x.WelcomeEmailIDs, w[0])
-			}
-		}
-		return nil
-	})
+	for i, k := range we.acc {
+		res[k].WelcomeEmailIDs = append(res[k].WelcomeEmailIDs, we.id[i])
+	}
 }
 
 func int32Ptr[T ~int](v *T) *int32 {
