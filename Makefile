@@ -19,7 +19,7 @@ SOAK_FUZZTIME ?= 500000x
 SOAK_FUZZTIME_HTTP ?= 50000x
 SOAK_TESTS := TestPostgresRestartMidBatch|TestRedisRestartMidBatch|TestRedisFlushallMidBatch|TestWorkerSIGKILLMidBatch|TestAPIKilledWithCreatesWaiting|TestConcurrencyLimit
 
-.PHONY: build run test test-go test-packages soak bench bench-scale bench-console bench-failures fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
+.PHONY: build run test test-go test-packages test-app test-others test-others-then-fuzz soak bench bench-scale bench-console bench-failures fuzz fuzz-ci lint lint-openapi sdk fmt services-up services-down clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -31,12 +31,14 @@ run: build
 ## test: every test against real Postgres and Redis (started privately when none answers)
 # The linters run beside the package tests (-j): the tests mostly wait on
 # Postgres, Redis and processes, so the lint's CPU costs them little, and
-# the whole run is shorter by the lint's minutes.
+# the whole run is shorter by the lint's minutes. pkg/app, the longest
+# package by far, starts at once beside the others (go test would start it
+# only after the packages listed before it), and the fuzz targets run
+# once the other packages are done, while pkg/app still runs.
 test:
 	@set -euo pipefail; eval "$$(deploy/local/services.sh up)"; \
 	  export TEST_DATABASE_URL="$$DATABASE_URL" DATAIMPORT_TEST_SUMMARY="$$(mktemp)"; \
-	  $(MAKE) --no-print-directory -j3 --output-sync=target lint lint-openapi test-packages; \
-	  $(MAKE) --no-print-directory fuzz-ci; \
+	  $(MAKE) --no-print-directory -j4 --output-sync=target lint lint-openapi test-app test-others-then-fuzz; \
 	  deploy/local/summary.sh "$$DATAIMPORT_TEST_SUMMARY"
 
 ## soak: the fault and overload tests SOAK_COUNT times each, then long fuzzing; same summary as test
@@ -51,11 +53,19 @@ soak:
 # module does not reach it, so its unit tests, vet and staticcheck run there.
 test-go: lint lint-openapi test-packages
 
-# The timeout leaves room on a slower machine: pkg/app alone runs about 10
+test-packages: test-app test-others
+
+# The timeout leaves room on a slower machine: pkg/app alone runs about 7
 # minutes here.
-test-packages:
-	$(GO) test -count=1 -timeout 25m $(PKGS)
+test-app:
+	$(GO) test -count=1 -timeout 25m ./pkg/app
+
+test-others:
+	$(GO) test -count=1 -timeout 25m $$($(GO) list $(PKGS) | grep -v '/pkg/app$$')
 	cd sdk/go && $(GO) test -count=1 ./...
+
+test-others-then-fuzz: test-others
+	@$(MAKE) --no-print-directory fuzz-ci
 
 ## lint-openapi: Redocly's recommended rules on the served OpenAPI document (redocly.yaml)
 lint-openapi:

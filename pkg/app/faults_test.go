@@ -203,6 +203,10 @@ func TestWorkerSIGKILLMidBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for asynq to recover the killed worker's tasks")
 	}
+	// asynq recovers a dead worker's tasks a minute after the kill (a lease
+	// of 30 s, then 30 s allowed for clock skew): a minute of waiting,
+	// shared with the package's other parallel tests.
+	t.Parallel()
 	p := newPipeline(t)
 	ids := p.stageMany(0, 200)
 	env := []string{"WORKER_CONCURRENCY=4", "RECONCILE_EVERY=200ms", "RECONCILE_GRACE=1s", "SLOT_LEASE=10s"}

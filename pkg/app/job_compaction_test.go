@@ -53,6 +53,7 @@ func (p *pipeline) compactionAnswers(id int64, externals []string) map[string][]
 }
 
 func TestCompactedJobKeepsItsAnswersInHalfAKBPerKB(t *testing.T) {
+	t.Parallel() // its own stack and database sizes; runs beside TestWorkerSIGKILLMidBatch's wait
 	p := newPipeline(t)
 	p.loadDemoCatalogue()
 	w := p.StartWorker()

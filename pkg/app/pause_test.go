@@ -48,14 +48,17 @@ func TestPauseHoldsJobAndScheduledAccountThenResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the worker binary")
 	}
-	n := envInt("PAUSE_JOB_LINES", 20000)
+	// Enough lines that the job is far from done when the pause comes (at
+	// 300 created, with up to 20 rounds in flight), few enough that the
+	// rest is quick to create after the resume.
+	n := envInt("PAUSE_JOB_LINES", 6000)
 	p := newPipeline(t)
 	ctx := context.Background()
 	must(t, p.DB.SetConcurrencyLimit(ctx, 20)) // rounds in flight when the pause comes
 	p.StartProcess("worker", pauseWorkerEnv...)
 	id := acceptedJob(t, p.postJob(p.token, jobQuery, strings.NewReader(p.jobBody(0, n)), true))
 	// A v2 account scheduled to start in a few seconds, while paused.
-	windowStart := time.Now().Add(15 * time.Second)
+	windowStart := time.Now().Add(10 * time.Second)
 	if r := p.createV2("V2-HELD", map[string]any{"schedule_window_start": ts(windowStart)}); r.Status != http.StatusAccepted && r.Status != http.StatusCreated {
 		t.Fatalf("v2 create: %d %s", r.Status, r.Body)
 	}

@@ -183,6 +183,7 @@ func (p *pipeline) jobDigests(token string, id int64) map[string]string {
 // figure by figure; one transaction altered in the database is named by
 // reconciliation and by that account's landed_digest alone.
 func TestReconciliationEqualsSourceAndNamesATamperedAccount(t *testing.T) {
+	t.Parallel() // its own stack; runs beside TestWorkerSIGKILLMidBatch's wait
 	p := newPipeline(t)
 	p.StartWorker()
 	n := 5000

@@ -86,8 +86,9 @@ func (db *DB) LoadForCreation(ctx context.Context, processID int64) (LoadedProce
 // twice for the same attempt (a retried job), the second run finds the first
 // one's account and does nothing. A dry run does the same work and rolls back.
 //
-// The transaction is one round trip whatever the account's size (see
-// create_batch.go), and concurrent calls share it (create_group.go); a
+// The transaction is one round trip whatever the account's size, after one
+// that draws its rows' ids (see create_batch.go), and concurrent calls share
+// it (create_group.go); a
 // platform-number collision, decided by the unique constraint, redoes it
 // with a fresh number.
 func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResult, error) {

@@ -102,6 +102,7 @@ func (db *DB) reserveIDs(ctx context.Context, rows *creationRows) error {
 		return fmt.Errorf("create account: %w", err)
 	}
 	defer conn.Close()
+	roundTrips.Add(1)
 	return conn.Raw(func(dc any) error {
 		return rows.reserveIDs(ctx, dc.(*stdlib.Conn).Conn())
 	})
@@ -145,6 +146,7 @@ func createAccountsTx(ctx context.Context, c *pgx.Conn, jobID int64, ins []Creat
 		tx.Queue("COMMIT")
 	}
 	roundTrips.Add(1)
+	transactions.Add(1)
 	if err := c.SendBatch(ctx, tx).Close(); err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == guardFailed {
@@ -195,9 +197,10 @@ func notCurrent(ctx context.Context, c *pgx.Conn, processID int64) (CreationResu
 	return CreationResult{}, ErrStaleAttempt
 }
 
-// roundTrips counts creation batches sent, for the test that holds the
-// creation transaction to a fixed number of round trips.
-var roundTrips atomic.Int64
+// roundTrips counts the round trips of creations (the ids drawn, the
+// transaction), for the test that holds a creation to a fixed number of
+// them; transactions counts the creation transactions alone.
+var roundTrips, transactions atomic.Int64
 
 // writersBusy and writersPeak count creation transactions under way in this
 // process, for the test that holds them to WORKER_DB_WRITERS.

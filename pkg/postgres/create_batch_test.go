@@ -78,9 +78,12 @@ func TestBatchRowsUnderTheirOwnAccount(t *testing.T) {
 		}
 	}
 
-	// The answer names each account's own id and welcome e-mails, in
-	// customer order.
+	// The answer names each account's own id (ascending in the order the
+	// accounts were given) and welcome e-mails, in customer order.
 	for i, r := range res {
+		if i > 0 && r.AccountID <= res[i-1].AccountID {
+			t.Errorf("account %d has id %d, after %d", i, r.AccountID, res[i-1].AccountID)
+		}
 		var id int64
 		var mails []int64
 		e.scalar(&id, `SELECT id FROM accounts WHERE platform_account_number = ?`, r.PlatformAccountNumber)

@@ -97,7 +97,7 @@ func TestCreateAccountGroupCommitSharesTransactions(t *testing.T) {
 	for i := range ins {
 		ins[i] = e.prepare(s, fmt.Sprintf("EXT-G%02d", i+1), false, nil)
 	}
-	before := postgres.CreationRoundTrips()
+	before := postgres.CreationTransactions()
 	release, firstDone := e.blockWriter(first)
 	dones := make([]<-chan outcome, queued)
 	for i, in := range ins {
@@ -110,7 +110,7 @@ func TestCreateAccountGroupCommitSharesTransactions(t *testing.T) {
 		e.wantCreated(in, <-dones[i])
 	}
 	// The first alone, then the twelve queued behind it in one.
-	if n := postgres.CreationRoundTrips() - before; n != 2 {
+	if n := postgres.CreationTransactions() - before; n != 2 {
 		t.Fatalf("%d creation transactions for %d accounts, want 2", n, queued+1)
 	}
 	e.wantCounts(sampleCounts(queued + 1))

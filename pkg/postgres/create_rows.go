@@ -344,17 +344,17 @@ func (r *creationRows) addAddress(acc int32, position int, sa dataimport.SupplyA
 }
 
 // reserveIDsSQL draws the ids of every row another row points at (and of
-// the welcome e-mails, which the answer names), each table's in ascending
-// order, as the rows are added. Drawn ids that end up unused (a rolled-back
-// transaction) are gaps, as any sequence leaves.
+// the welcome e-mails, which the answer names), each table's in the order
+// drawn, which is ascending, as the rows are added. Drawn ids that end up
+// unused (a rolled-back transaction) are gaps, as any sequence leaves.
 const reserveIDsSQL = `SELECT
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('accounts_id_seq') FROM generate_series(1, $1::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('account_customers_id_seq') FROM generate_series(1, $2::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('supply_addresses_id_seq') FROM generate_series(1, $3::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('meter_points_id_seq') FROM generate_series(1, $4::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('meters_id_seq') FROM generate_series(1, $5::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('statements_id_seq') FROM generate_series(1, $6::int)) s(n)),
-	(SELECT array_agg(n ORDER BY n) FROM (SELECT nextval('welcome_emails_id_seq') FROM generate_series(1, $7::int)) s(n))`
+	ARRAY(SELECT nextval('accounts_id_seq') FROM generate_series(1, $1::int)),
+	ARRAY(SELECT nextval('account_customers_id_seq') FROM generate_series(1, $2::int)),
+	ARRAY(SELECT nextval('supply_addresses_id_seq') FROM generate_series(1, $3::int)),
+	ARRAY(SELECT nextval('meter_points_id_seq') FROM generate_series(1, $4::int)),
+	ARRAY(SELECT nextval('meters_id_seq') FROM generate_series(1, $5::int)),
+	ARRAY(SELECT nextval('statements_id_seq') FROM generate_series(1, $6::int)),
+	ARRAY(SELECT nextval('welcome_emails_id_seq') FROM generate_series(1, $7::int))`
 
 // reserveIDs draws the rows' ids (reserveIDsSQL) on c.
 func (r *creationRows) reserveIDs(ctx context.Context, c *pgx.Conn) error {

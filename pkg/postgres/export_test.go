@@ -6,8 +6,11 @@ import (
 	"regexp"
 )
 
-// CreationRoundTrips exposes the creation batch counter to the tests.
+// CreationRoundTrips exposes the creations' round-trip counter to the tests.
 func CreationRoundTrips() int64 { return roundTrips.Load() }
+
+// CreationTransactions counts the creation transactions sent.
+func CreationTransactions() int64 { return transactions.Load() }
 
 // SetPlatformNumbers replaces the platform-number generator until the
 // returned restore is called.
