@@ -92,12 +92,14 @@ func WithStripe(url string) StackOption {
 }
 
 // Fault is what FaultProxy does with one request instead of (or before)
-// forwarding it: wait Delay (or until the client gives up), then answer
-// Status with Body, or forward when Status is 0.
+// forwarding it: wait Delay (or until the client gives up), call
+// AfterDelay with the time the request arrived, then answer Status with
+// Body, or forward when Status is 0.
 type Fault struct {
-	Status int
-	Body   string
-	Delay  time.Duration
+	Status     int
+	Body       string
+	Delay      time.Duration
+	AfterDelay func(arrived time.Time)
 }
 
 // Stripe-style failures for FaultProxy.
@@ -131,6 +133,7 @@ func NewFaultProxy(tb testing.TB, target string) *FaultProxy {
 	p := &FaultProxy{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.hits.Add(1)
+		arrived := time.Now()
 		if f, ok := p.next(); ok {
 			if f.Delay > 0 {
 				select {
@@ -138,6 +141,9 @@ func NewFaultProxy(tb testing.TB, target string) *FaultProxy {
 				case <-r.Context().Done():
 					return
 				}
+			}
+			if f.AfterDelay != nil {
+				f.AfterDelay(arrived)
 			}
 			if f.Status != 0 {
 				w.Header().Set("Content-Type", "application/json")
