@@ -49,8 +49,8 @@ func TestPauseHoldsJobAndScheduledAccountThenResumes(t *testing.T) {
 		t.Skip("runs the worker binary")
 	}
 	// Enough lines that the job is far from done when the pause comes (at
-	// 300 created, with up to 20 rounds in flight), few enough that the
-	// rest is quick to create after the resume.
+	// 300 created, with at most 20 accounts in flight under the cap), few
+	// enough that the rest is quick to create after the resume.
 	n := envInt("PAUSE_JOB_LINES", 6000)
 	p := newPipeline(t)
 	ctx := context.Background()

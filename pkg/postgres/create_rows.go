@@ -131,12 +131,6 @@ type welcomeCols struct {
 	id            []int64
 }
 
-type doneCols struct {
-	process []int64
-	num     []string
-	at      []time.Time
-}
-
 // creationRows holds every row of a set of accounts, column by column.
 type creationRows struct {
 	accounts     accountCols
@@ -154,7 +148,6 @@ type creationRows struct {
 	schedules    scheduleCols
 	instructions instructionCols
 	welcome      welcomeCols
-	done         doneCols
 }
 
 // add appends every row of one account, to be created with platform number
@@ -277,10 +270,6 @@ func (r *creationRows) add(in CreationInput, num string) error {
 		ic.expYear = append(ic.expYear, int32Ptr(nullIfZero(d.CardExpYear)))
 		ic.mandate = append(ic.mandate, nullIfZero(d.MandateStatus))
 	}
-	dc := &r.done
-	dc.process = append(dc.process, in.ProcessID)
-	dc.num = append(dc.num, num)
-	dc.at = append(dc.at, in.Now)
 	return nil
 }
 
@@ -384,7 +373,7 @@ func idsOf(parent []int64, at []int32) []int64 {
 func (r *creationRows) queue(b *pgx.Batch, res []*CreationResult) {
 	ac, cu, ps, ad, mp, ag := &r.accounts, &r.customers, &r.psr, &r.addresses, &r.meterPoints, &r.agreements
 	me, rg, rd, st, tx, no := &r.meters, &r.registers, &r.readings, &r.statements, &r.transactions, &r.notes
-	sc, in, we, d := &r.schedules, &r.instructions, &r.welcome, &r.done
+	sc, in, we := &r.schedules, &r.instructions, &r.welcome
 	insert := func(n int, q string, args ...any) {
 		if n > 0 {
 			b.Queue(q, args...)
@@ -459,8 +448,9 @@ func (r *creationRows) queue(b *pgx.Batch, res []*CreationResult) {
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])`,
 		we.id, idsOf(ac.id, we.acc), idsOf(cu.id, we.customer), we.email)
 	// Complete the processes (by primary key, whatever the table's size),
-	// and record their attempts and events.
-	insert(len(d.process), `WITH u AS (
+	// and record their attempts and events, from the accounts' columns
+	// (process, platform number, creation time).
+	insert(len(ac.id), `WITH u AS (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(process, num, at)
 	), done AS (
 		UPDATE import_processes p SET status = 'COMPLETED', v2_status = 'PROCESSED', platform_account_number = u.num,
@@ -473,7 +463,7 @@ func (r *creationRows) queue(b *pgx.Batch, res []*CreationResult) {
 	)
 	INSERT INTO import_process_events (process_id, event, data)
 	SELECT id, $4::text, jsonb_build_object('attempt', attempt, 'platform_account_number', platform_account_number)
-	  FROM done ORDER BY id`, d.process, d.num, d.at, dataimport.EventProcessed)
+	  FROM done ORDER BY id`, ac.process, ac.num, ac.created, dataimport.EventProcessed)
 	for i, x := range res {
 		x.AccountID = ac.id[i]
 	}
