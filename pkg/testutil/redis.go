@@ -97,7 +97,8 @@ func (r *Redis) Stop() {
 // the kernel's ephemeral range: a port from that range (what binding to :0
 // gives) can be taken by any outgoing connection of a busy test run before
 // the child process that was told it binds it, and the child then exits.
-// Ports handed out once are not handed out again by this process.
+// Ports handed out once are not handed out again by this process, nor by
+// any other test process while this one lives (claimPort).
 func freePort() (int, error) {
 	lo, hi := portRange()
 	portsMu.Lock()
@@ -107,12 +108,15 @@ func freePort() (int, error) {
 		if portsGiven[port] {
 			continue
 		}
+		if !claimPort(port) {
+			continue // another test process of this machine has it
+		}
+		portsGiven[port] = true
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue // in use: another
 		}
 		_ = l.Close()
-		portsGiven[port] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("free port: none free in %d-%d after 200 tries", lo, hi)
