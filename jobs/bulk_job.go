@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -86,6 +87,7 @@ type BulkJobHandler struct {
 	// partners' status reads for its CPU. They take turns round by round.
 	roundOnce sync.Once
 	round     chan struct{}
+	waiting   atomic.Int32 // jobs waiting for a turn
 }
 
 // takeRound waits for this process's turn to run a job round.
@@ -94,6 +96,8 @@ func (h *BulkJobHandler) takeRound(ctx context.Context) (release func(), err err
 	if err := ctx.Err(); err != nil {
 		return nil, err // a free turn must not start a round of a stopped run
 	}
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
 	select {
 	case h.round <- struct{}{}:
 		return func() { <-h.round }, nil
@@ -191,7 +195,7 @@ func (h *BulkJobHandler) drain(ctx context.Context, job dataimport.Job) (done bo
 	return done, until, err
 }
 
-func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wake *time.Time) (bool, error) {
+func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wake *time.Time) (done bool, err error) {
 	stageN, createN, parallel, slice := h.defaults()
 	until := time.Now().Add(slice)
 	var sampled time.Time
@@ -208,25 +212,49 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 	// lines with autovacuum off), once per round it would slow the job
 	// down as it grows.
 	wholeJob := true
-	// The turn held for the round under way (released before waiting and
-	// when the round ends, or on return).
+	// The turn held for the rounds under way (see keepTurn).
 	var turn func()
+	// The previous round's creations, running while this round stages,
+	// starts and revalidates its lines (bulk_round.go).
+	var pending *roundCreations
+	settlePending := func() error {
+		p := pending
+		pending = nil
+		return h.finishRound(ctx, job, p)
+	}
 	defer func() {
+		if serr := settlePending(); err == nil {
+			err = serr
+		}
 		if turn != nil {
 			turn()
 		}
 	}()
 	for {
+		if h.Pacer.Busy() {
+			// Held back: what runs settles first, and the turn is free.
+			if err := settlePending(); err != nil {
+				return false, err
+			}
+			if turn != nil {
+				turn()
+				turn = nil
+			}
+		}
 		if _, err := h.Pacer.Hold(ctx); err != nil {
 			return false, err
 		}
-		var err error
-		if turn, err = h.takeRound(ctx); err != nil {
-			return false, err
+		if turn == nil {
+			if turn, err = h.takeRound(ctx); err != nil {
+				return false, err
+			}
 		}
 		// Its supplier Paused: the round waits (nothing staged or started);
 		// Complete: what has not started ends, then the job finishes.
 		if held, done, err := h.supplierStopped(ctx, job); err != nil || held || done {
+			if serr := settlePending(); err == nil {
+				err = serr
+			}
 			turn()
 			turn = nil
 			if err != nil || done {
@@ -243,18 +271,22 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 			wholeJob = true // lines a pause stopped mid-batch are in flight
 			continue
 		}
+		overlapped := pending != nil
 		progress := false
-		var inflight, created []postgres.JobCandidate
+		var inflight []postgres.JobCandidate
 		if wholeJob {
-			// Lines a dead run left in flight are created first.
-			var err error
+			// Lines a dead run left in flight are created first; this
+			// run's own are settled before they are looked for.
+			if err := settlePending(); err != nil {
+				return false, err
+			}
 			if inflight, err = h.Store.JobInFlight(ctx, job.ID, createN*parallel); err != nil {
 				return false, err
 			}
 		}
 		if len(inflight) > 0 {
-			progress, created = true, inflight
-			if err := h.create(ctx, job, inflight, false, createN, parallel); err != nil {
+			progress = true
+			if err := h.createNow(ctx, job, inflight, createN, parallel); err != nil {
 				return false, err
 			}
 		} else {
@@ -281,23 +313,39 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 					return false, err
 				}
 				if len(started) > 0 {
-					progress, created = true, started
-					if err := h.create(ctx, job, started, true, createN, parallel); err != nil {
+					progress = true
+					next, err := h.prepareRound(ctx, job, started)
+					if err != nil {
 						return false, err
 					}
+					if err := settlePending(); err != nil {
+						h.release(ctx, started, 0)
+						return false, err
+					}
+					pending = h.launchRound(ctx, job, next, createN, parallel)
 				}
 			}
 		}
-		if wholeJob || !progress {
+		if !progress && overlapped {
+			// Nothing staged or started while the previous round's
+			// creations ran (they may hold the slots under the cap): they
+			// settle, and the next round looks again.
+			if err := settlePending(); err != nil {
+				return false, err
+			}
+		} else if wholeJob || !progress {
+			if err := settlePending(); err != nil {
+				return false, err
+			}
 			if err := h.Store.ResolveJobLines(ctx, job.ID, nil); err != nil {
 				return false, err
 			}
-		} else if len(created) > 0 {
-			if err := h.Store.ResolveJobLines(ctx, job.ID, lines(created)); err != nil {
+		} else if len(inflight) > 0 {
+			if err := h.Store.ResolveJobLines(ctx, job.ID, lines(inflight)); err != nil {
 				return false, err
 			}
 		}
-		if len(created) > 0 && !job.DryRun {
+		if len(inflight) > 0 && !job.DryRun {
 			h.Brakes.Check(ctx, job.SupplierID)
 		}
 		// Keep looking at the whole job while a dead run's lines remain.
@@ -308,7 +356,7 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 				h.Log.WarnContext(ctx, "job rate not sampled", "job_id", job.ID, "err", err.Error())
 			}
 		}
-		if !progress {
+		if !progress && !overlapped {
 			done, err := h.Store.FinishJobIfDone(ctx, job.ID)
 			if err != nil || done {
 				return done, err
@@ -324,7 +372,10 @@ func (h *BulkJobHandler) drainWindow(ctx context.Context, job dataimport.Job, wa
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
-		if turn != nil {
+		if turn != nil && !h.keepTurn(pending) {
+			if err := settlePending(); err != nil {
+				return false, err
+			}
 			turn()
 			turn = nil
 		}
@@ -410,136 +461,6 @@ func holders(cands []postgres.JobCandidate, offset int) []string {
 func (h *BulkJobHandler) release(ctx context.Context, cands []postgres.JobCandidate, offset int) {
 	// A slot not given back (Redis unreachable) runs out with its lease.
 	_ = h.Slots.ReleaseMany(context.WithoutCancel(ctx), holders(cands, offset))
-}
-
-// create creates the accounts of started attempts: revalidated as the
-// per-account task does, then in multi-account transactions, several at
-// once. Outcomes are recorded on the processes (attempt rows); the job's
-// lines follow them in ResolveJobLines. fresh: the slots were taken by
-// start; otherwise (resumed lines) they are held again first, uncapped.
-func (h *BulkJobHandler) create(ctx context.Context, job dataimport.Job, cands []postgres.JobCandidate, fresh bool, createN, parallel int) error {
-	if !fresh {
-		// Lines a pause held (PENDING) start again, unless it still holds.
-		if err := h.Store.ResumeHeldJobAttempts(ctx, job.SupplierID, cands); err != nil {
-			if errors.Is(err, postgres.ErrSupplierNotOngoing) {
-				return nil
-			}
-			return err
-		}
-		if _, err := h.Slots.AcquireManyFor(ctx, holders(cands, 0), jobOwner(job), queue.Caps{}, false); err != nil {
-			return err
-		}
-	}
-	defer h.release(ctx, cands, 0)
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
-		ids[i] = c.ProcessID
-	}
-	lps, err := h.Store.LoadManyForCreation(ctx, ids)
-	if err != nil {
-		return err
-	}
-	now := h.Now().UTC()
-	var ins []postgres.CreationInput
-	for _, c := range cands {
-		lp, ok := lps[c.ProcessID]
-		if !ok || lp.Process.Imported() || lp.Process.Status != dataimport.StatusInProgress || lp.Process.Attempt != c.Attempt {
-			continue // ended meanwhile: its outcome is recorded
-		}
-		acc, err := revalidate(ctx, h.Store, h.Vendors, lp, now)
-		if err != nil {
-			e, retry := revalidationFailure(err)
-			if retry != nil {
-				return retry
-			}
-			if err := h.Store.FinishAttempt(ctx, c.ProcessID, c.Attempt, postgres.OutcomeFailed, e); err != nil {
-				return err
-			}
-			continue
-		}
-		// The vendor is asked before the creation transaction, never inside
-		// it; a vendor not answering leaves the line in flight, for the next round.
-		instructions, refusal, err := verifyInstructions(ctx, h.Vendors, h.Log, acc)
-		switch {
-		case err != nil:
-			return err
-		case refusal != nil:
-			if err := h.Store.FinishAttempt(ctx, c.ProcessID, c.Attempt, postgres.OutcomeFailed, refusal); err != nil {
-				return err
-			}
-			continue
-		}
-		ins = append(ins, postgres.CreationInput{ProcessID: c.ProcessID, Attempt: c.Attempt, DryRun: job.DryRun,
-			Supplier: lp.Supplier, Account: acc, Now: now, Instructions: instructions})
-	}
-	if job.DryRun {
-		// A dry run does everything and rolls back, one account at a time,
-		// exactly as the per-account dry run.
-		for _, in := range ins {
-			_, err := h.Store.CreateAccount(ctx, in)
-			if err := h.settle(ctx, in, postgres.CreationResult{}, err); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var groups [][]postgres.CreationInput
-	for len(ins) > 0 {
-		n := min(createN, len(ins))
-		groups = append(groups, ins[:n])
-		ins = ins[n:]
-	}
-	errs := make([]error, len(groups))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for gi, g := range groups {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res, es := h.Store.CreateJobAccounts(ctx, job.ID, g)
-			for i := range g {
-				if err := h.settle(ctx, g[i], res[i], es[i]); err != nil && errs[gi] == nil {
-					errs[gi] = err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// settle records what one creation ended in, as the per-account task does:
-// the database refusing the data fails the attempt; a stale attempt or a
-// cancelled job needs nothing; other errors are returned (the line stays in
-// flight and is created again).
-func (h *BulkJobHandler) settle(ctx context.Context, in postgres.CreationInput, res postgres.CreationResult, err error) error {
-	switch {
-	case err == nil:
-		for _, id := range res.WelcomeEmailIDs {
-			if err := h.Queue.Enqueue(ctx, queue.WelcomeEmail{EmailID: id}); err != nil {
-				h.Log.WarnContext(ctx, "welcome e-mail not enqueued; reconciler will retry", "email_id", id, "err", err.Error())
-			}
-		}
-		return nil
-	case errors.Is(err, postgres.ErrDryRun):
-		return h.Store.FinishAttempt(ctx, in.ProcessID, in.Attempt, postgres.OutcomeDryRun, nil)
-	case errors.Is(err, postgres.ErrStaleAttempt):
-		return nil
-	case errors.Is(err, postgres.ErrJobNotProcessing):
-		return err
-	case errors.Is(err, postgres.ErrSupplierNotOngoing):
-		// Paused (or set Complete) before its batch: nothing was created;
-		// the line is held until the supplier is Ongoing again.
-		_, err := h.Store.HoldAttempt(ctx, in.ProcessID, in.Attempt)
-		return err
-	}
-	if e := postgres.DataRefused(err); e != nil {
-		h.Log.WarnContext(ctx, "account data refused by the database; attempt failed", "process_id", in.ProcessID, "err", err.Error())
-		return h.Store.FinishAttempt(ctx, in.ProcessID, in.Attempt, postgres.OutcomeFailed, e)
-	}
-	return err
 }
 
 // pauseLook is how often a job of a Paused supplier looks whether it was

@@ -155,6 +155,9 @@ func (p *Pacer) Rate() float64 {
 
 // Busy reports whether rounds wait at the last reading.
 func (p *Pacer) Busy() bool {
+	if p == nil {
+		return false // a nil Pacer never holds
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.busy
