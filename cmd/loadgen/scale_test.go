@@ -74,8 +74,9 @@ func TestPhaseP99s(t *testing.T) {
 }
 
 // The report's floor, bookkeeping and status-answer rows come from the
-// run's figures: end to end ÷ floor, bookkeeping ÷ account bytes, and the
-// account reads that answered 404 after their job was accepted.
+// run's figures: end to end ÷ floor, bookkeeping ÷ account bytes when the
+// jobs complete and once they are compacted, and the account reads that
+// answered 404 after their job was accepted.
 func TestScaleReportRows(t *testing.T) {
 	res := &scaleResult{
 		Accounts: 1000, TotalSeconds: 50, UploadSeconds: 10, Counters: map[string]int{"created": 1000},
@@ -84,6 +85,8 @@ func TestScaleReportRows(t *testing.T) {
 		AccountReadsAccepted: 380, AccountNotFoundAccepted: 3, AccountsPerSecond: 20, Ceiling: pgbenchResult{AccountTPS: 10},
 		Floor:       &floorResult{Tables: accountTables, RestoreSeconds: 8, RestoredAccounts: 1000, RestoreJobs: 2},
 		Bookkeeping: &bookkeepingResult{Accounts: 1000, AccountBytes: 8 << 20, BookkeepingBytes: 2 << 20, Tables: []tableGrowth{{Table: "accounts", Account: true, Bytes: 8 << 20}, {Table: "import_processes", Bytes: 2 << 20}}},
+		Compacted: &compactedResult{Jobs: 3, CompactedAtCompletion: 1, Compacted: 3, CompactSeconds: 12.34, VacuumSeconds: 5.67, VacuumedTables: 31,
+			Bookkeeping: bookkeepingResult{Accounts: 1000, AccountBytes: 8 << 20, BookkeepingBytes: 3 << 19, Tables: []tableGrowth{{Table: "accounts", Account: true, Bytes: 8 << 20}, {Table: "import_process_events", Bytes: 1 << 20}, {Table: "import_processes", Bytes: 1 << 19}}}},
 	}
 	dir := t.TempDir()
 	if err := writeScale(res, dir); err != nil {
@@ -100,8 +103,15 @@ func TestScaleReportRows(t *testing.T) {
 		"| **12.5 ms** / **4.2 ms** |",
 		"| job status: 200 ×400; account v1 status: 0 ×1, 200 ×397, 404 ×3 |",
 		"(goal 0) | **3** of 380 such reads |",
-		"| 8.2 KB |", "| 2.0 KB |", "(goal ≤ 0.5) | **0.25** |",
+		"| 8.2 KB |", "| 2.0 KB |",
+		"| bookkeeping KB ÷ account KB when the jobs complete, before compaction (1 of 3 jobs already compacted by the worker) | **0.25** |",
+		"`VACUUM FULL` of the 31 bookkeeping tables | 12.3 s / 5.7 s (3 of 3 jobs compacted) |",
+		"| once compacted: account tables / bookkeeping per account | 8.2 KB / 1.5 KB |",
+		"| bookkeeping KB ÷ account KB once the jobs are compacted, without dead rows (goal ≤ 0.5) | **0.19** |",
 		"| import_processes | bookkeeping | 2.05 | 2.0 |",
+		"## Where the bytes are once the jobs are compacted",
+		"| import_process_events | bookkeeping | 1.02 | 1.0 |", "| import_processes | bookkeeping | 0.51 | 0.5 |",
+		"batches of 500 lines 20ms apart", "creation only inserts into them.",
 		"The physical floor is", "The ceiling is `pgbench`", "| ratio to the ceiling | **2.00** |",
 	} {
 		if !strings.Contains(md, want) {
@@ -114,9 +124,35 @@ func TestScaleReportRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = os.ReadFile(filepath.Join(dir, "scale.md"))
-	for _, absent := range []string{"floor (goal", "bookkeeping KB", "404 after", "ceiling", "physical floor"} {
+	for _, absent := range []string{"floor (goal", "bookkeeping KB", "404 after", "ceiling", "physical floor", "compact"} {
 		if strings.Contains(string(raw), absent) {
 			t.Errorf("a run without the figure reports %q", absent)
 		}
+	}
+	// A run that skipped the compacted measure (BENCH_COMPACTED=0) says the
+	// goal was not measured, and has no compacted rows; one whose compacted
+	// measure saw older transactions or changed account rows says so.
+	res.Compacted = nil
+	if err := writeScale(res, dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(filepath.Join(dir, "scale.md"))
+	if !strings.Contains(string(raw), "(the goal ≤ 0.5 is for compacted jobs: not measured) | **0.25** |") {
+		t.Errorf("a run without the compacted measure:\n%s", raw)
+	}
+	for _, absent := range []string{"once compacted", "once the jobs are compacted", "VACUUM FULL"} {
+		if strings.Contains(string(raw), absent) {
+			t.Errorf("a run without the compacted measure reports %q", absent)
+		}
+	}
+	res.Compacted = &compactedResult{Jobs: 1, Compacted: 1, OlderTransactions: 2, AccountRowsChanged: 7, Bookkeeping: bookkeepingResult{Accounts: 1000, AccountBytes: 8 << 20, BookkeepingBytes: 1 << 20}}
+	if err := writeScale(res, dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(filepath.Join(dir, "scale.md"))
+	if !strings.Contains(string(raw), "(goal ≤ 0.5) (2 older transactions were still open: dead rows they may see are counted) | **0.12** |") ||
+		!strings.Contains(string(raw), "creation only inserts into them (7 of their rows were updated or deleted in this run: those dead rows count).") ||
+		strings.Contains(string(raw), "already compacted") {
+		t.Errorf("a compacted measure with older transactions open:\n%s", raw)
 	}
 }

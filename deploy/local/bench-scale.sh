@@ -5,6 +5,22 @@
 # restoring into an empty database, pg_dump/pg_restore of the server's major
 # version); report in results/scale.md (+ scale.png, scale.json).
 #
+# The import's bookkeeping (every table but the account tables) is weighed
+# against the account tables twice: when the jobs complete (row "bookkeeping
+# KB ÷ account KB when the jobs complete, before compaction"), and once they
+# are compacted (rows "compaction of the completed jobs ... / VACUUM FULL",
+# "once compacted: account tables / bookkeeping per account", "bookkeeping
+# KB ÷ account KB once the jobs are compacted, without dead rows (goal ≤
+# 0.5)", and a per-table breakdown of that state). The worker keeps its
+# JOB_COMPACT_AFTER (10 min by default, a retention choice): once the jobs
+# have completed and the floor is measured, loadgen runs the worker's own
+# compactor (jobs.JobCompactor) on them at once, then VACUUM FULL of every
+# bookkeeping table, so that no dead row counts (the account tables are
+# insert-only and not rewritten); the compaction's and the VACUUM FULL's
+# seconds are reported (11 s and 1.4 s at 60,000 accounts, 61 s and 6.6 s at
+# 300,000: both grow with the accounts).
+# BENCH_COMPACTED=0 skips that second measure.
+#
 # For a profile of the run (results/profile.md):
 #   BENCH_WORKER_PPROF / BENCH_API_PPROF=host:port serve each process's pprof;
 #   BENCH_PROFILE_DIR=dir then keeps back-to-back 10-second CPU profiles of
@@ -17,6 +33,12 @@
 #     worker either way;
 #   BENCH_DATABASE names the database (default dataimport_bench_scale), so a
 #     profile on a shared server does not drop someone else's run;
+#   two runs at once on one machine also need their own ports and Redis
+#     database: BENCH_HTTP_ADDR / BENCH_WORKER_HTTP_ADDR (default
+#     127.0.0.1:18090 / :18091; the worker's serves its metrics) and
+#     BENCH_REDIS_DB (the database number in REDIS_URL, default as given, 0:
+#     the job queues live there, and one run's worker would take the other's
+#     tasks);
 #   BENCH_FLOOR=0 and BENCH_PGBENCH_SECONDS=0 skip the floor and the ceiling.
 set -euo pipefail
 # shellcheck source=deploy/local/lib.sh
@@ -29,6 +51,10 @@ export WORKER_HTTP_ADDR=${BENCH_WORKER_HTTP_ADDR:-127.0.0.1:18091}
 command -v pgbench >/dev/null || { echo "installing pgbench (postgresql-contrib)" >&2; apt-get update -qq && apt-get install -y -qq postgresql-contrib >/dev/null; }
 
 use_database "${BENCH_DATABASE:-dataimport_bench_scale}" fresh
+if [ -n "${BENCH_REDIS_DB:-}" ]; then
+  REDIS_URL=$(echo "$REDIS_URL" | sed -E "s#^(rediss?://[^/?]*)(/[0-9]*)?#\1/$BENCH_REDIS_DB#")
+  export REDIS_URL
+fi
 # service_url APP: the services' DATABASE_URL, named, and logging each
 # statement when BENCH_PG_LOG=1.
 service_url() {
@@ -51,6 +77,7 @@ KEY=$(bin/importctl apikey create --org "Bench Partner" --supplier BENCH_ENERGY 
 bin/loadgen scale --api "http://$HTTP_ADDR" --api-key "$KEY" --supplier BENCH_ENERGY --accounts "$ACCOUNTS" \
   --status-rate "${BENCH_STATUS_RATE:-200}" --job-accounts "${BENCH_JOB_ACCOUNTS:-400000}" --api-pid "$api_pid" --worker-pid "$worker_pid" \
   --database-url "$DATABASE_URL" --pgbench-seconds "${BENCH_PGBENCH_SECONDS:-15}" --floor="$([ "${BENCH_FLOOR:-1}" = 0 ] && echo false || echo true)" \
+  --compacted="$([ "${BENCH_COMPACTED:-1}" = 0 ] && echo false || echo true)" \
   --out results &
 loadgen_pid=$!
 prof=()

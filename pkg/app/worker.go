@@ -101,7 +101,7 @@ func NewWorker(ctx context.Context, cfg config.Config, log *slog.Logger) (*Worke
 	w.reconciler = &jobs.Reconciler{Store: db, Tasks: w.inspector, Queue: w.queue, Slots: slots, Notify: notifier,
 		Emails: db, Jobs: db, Log: log, Every: cfg.ReconcileEvery, Grace: cfg.ReconcileGrace, LostUploadAfter: cfg.UploadLostAfter}
 	w.sweeper = &jobs.IdempotencySweeper{Store: db, Log: log, Every: idempotencySweepEvery}
-	w.compactor = &jobs.JobCompactor{Store: db, Log: log, Every: cfg.JobCompactEvery, After: cfg.JobCompactAfter, Pause: compactPause}
+	w.compactor = &jobs.JobCompactor{Store: db, Log: log, Every: cfg.JobCompactEvery, After: cfg.JobCompactAfter, Pause: jobs.CompactPause}
 	w.stats = &jobs.StatisticsKeeper{Store: db, Log: log, Every: analyzeEvery}
 
 	w.server = asynq.NewServer(redisOpt, asynq.Config{
@@ -240,10 +240,6 @@ func (w *Worker) Start() error {
 // key outliving IDEMPOTENCY_TTL by a minute is harmless (it is no longer
 // replayed), and every worker sweeps.
 const idempotencySweepEvery = time.Minute
-
-// compactPause spaces a completed job's compaction batches (500 lines
-// each, some milliseconds): imports under way keep the database.
-const compactPause = 20 * time.Millisecond
 
 // analyzeEvery paces the statistics keeper: at a thousand accounts a second
 // a table grows by a tenth well within it until it holds some hundred
