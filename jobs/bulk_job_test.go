@@ -100,6 +100,18 @@ func (e *slotEnv) receivedJobFor(n int, orgName, supplier string) dataimport.Job
 	return job
 }
 
+// runJob runs one task of the bulk job through h, failing the test on error.
+func (e *slotEnv) runJob(h *jobs.BulkJobHandler, jobID int64) {
+	e.t.Helper()
+	task, err := queue.BulkJob{JobID: jobID}.Task()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := h.ProcessTask(e.ctx, task); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // wantCompleted fails the test unless the job is COMPLETED with n created.
 func (e *slotEnv) wantCompleted(jobID int64, n int64) {
 	e.t.Helper()
@@ -127,13 +139,7 @@ func TestBulkJobRoundsLookOnlyAtTheirOwnLines(t *testing.T) {
 	store := &wholeJobCounter{DB: e.db}
 	h := &jobs.BulkJobHandler{Store: store, Slots: e.slots, Queue: e.client, Log: quiet(), Now: time.Now, Lease: time.Minute,
 		CreateBatch: 10, Parallel: 2}
-	task, err := queue.BulkJob{JobID: job.ID}.Task()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.ProcessTask(e.ctx, task); err != nil {
-		t.Fatal(err)
-	}
+	e.runJob(h, job.ID)
 	e.wantCompleted(job.ID, n)
 	rounds := store.resolveSome.Load()
 	if rounds < n/20-1 { // the first round looks at the whole job

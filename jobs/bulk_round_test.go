@@ -9,7 +9,6 @@ import (
 	"github.com/gridshift/dataimport/jobs"
 	"github.com/gridshift/dataimport/pkg/dataimport"
 	"github.com/gridshift/dataimport/pkg/postgres"
-	"github.com/gridshift/dataimport/pkg/queue"
 )
 
 // overlapWatch records which of the bulk handler's steps ran while one of
@@ -92,13 +91,7 @@ func TestBulkRoundPreparesWhileThePreviousCreates(t *testing.T) {
 	w := &overlapWatch{DB: e.db, during: map[string]int{}}
 	h := &jobs.BulkJobHandler{Store: w, Slots: e.slots, Queue: e.client, Log: quiet(), Now: time.Now, Lease: time.Minute,
 		StageBatch: 50, CreateBatch: 10, Parallel: 2}
-	task, err := queue.BulkJob{JobID: job.ID}.Task()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.ProcessTask(e.ctx, task); err != nil {
-		t.Fatal(err)
-	}
+	e.runJob(h, job.ID)
 	e.wantCompleted(job.ID, n)
 	var c struct {
 		NInProgress, NCreated, Lines, Processes int64
