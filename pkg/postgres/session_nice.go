@@ -32,11 +32,10 @@ type openOptions struct {
 // partners' status reads: while a migration's batch transactions kept both
 // cores busy, a status read waited its turn behind them (make bench-scale,
 // 100,000 accounts, the kernel's session groups off: status p99 8.2 ms with
-// the worker's sessions at nice 0, 5.8 ms niced). With session groups on, as
-// on most distributions, niceness only counts inside a session, and
-// Postgres starts each backend in a session of its own: renicing the
-// backend changed nothing (12.9-15.2 ms niced against 13-19 ms not), so its
-// session group is lowered as well.
+// the worker's sessions at nice 0, 5.8 ms niced; with them on, as on the
+// benchmark's machine by default, 12.9-15.2 ms niced against 13-19 ms not:
+// within the run-to-run noise, since niceness then only counts among
+// Postgres's own backends).
 // A backend is found by its process title, which names this connection's
 // client address and port, so no other process is ever touched; where that
 // is not possible (Postgres elsewhere, in another PID namespace, or run by
@@ -78,11 +77,6 @@ func lowerSession(c *pgx.Conn, n int) error {
 		return errSessionNotLocal
 	}
 	if _, err := priority.LowerProcess(pid, n); err != nil {
-		return fmt.Errorf("session backend %d: %w", pid, err)
-	}
-	// Each backend leads a session of its own: with the kernel's session
-	// groups on, only the group's niceness lowers it (priority/autogroup_linux.go).
-	if _, err := priority.LowerSessionGroup(pid, n); err != nil {
 		return fmt.Errorf("session backend %d: %w", pid, err)
 	}
 	return nil

@@ -47,40 +47,10 @@ func TestSessionNiceLowersThisPoolsBackendsOnly(t *testing.T) {
 		if n, err := backendNice(pid); err != nil || n != 6 {
 			t.Fatalf("backend %d of the niced pool: nice %d (%v), want 6", pid, n, err)
 		}
-		if n, ok := groupNice(t, pid); ok && n != 6 {
-			t.Fatalf("backend %d of the niced pool: session group at nice %d, want 6", pid, n)
-		}
 	}
 	if n, err := backendNice(plainPID); err != nil || n != 0 {
 		t.Fatalf("backend %d of the other pool: nice %d (%v), want 0", plainPID, n, err)
 	}
-	if n, ok := groupNice(t, plainPID); ok && n != 0 {
-		t.Fatalf("backend %d of the other pool: session group at nice %d, want 0", plainPID, n)
-	}
-}
-
-// groupNice is the niceness of process pid's session group, when the
-// kernel's session groups are on (ok false: off, the thread's niceness is
-// all that counts). With them on, a backend's own niceness weighs nothing
-// against other sessions, so its group must be lowered too.
-func groupNice(t *testing.T, pid int) (int, bool) {
-	t.Helper()
-	if on, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); err != nil || strings.TrimSpace(string(on)) != "1" {
-		return 0, false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b)) // "/autogroup-123 nice 5"
-	if len(f) != 3 {
-		t.Fatalf("autogroup of %d: %q", pid, b)
-	}
-	n, err := strconv.Atoi(f[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n, true
 }
 
 func backendPID(t *testing.T, ctx context.Context, db *postgres.DB) int {

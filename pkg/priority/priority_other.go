@@ -10,6 +10,3 @@ func Nice(int) (int, error) { return 0, nil }
 
 // LowerProcess does nothing outside Linux.
 func LowerProcess(int, int) (bool, error) { return false, nil }
-
-// LowerSessionGroup does nothing outside Linux.
-func LowerSessionGroup(int, int) (bool, error) { return false, nil }
