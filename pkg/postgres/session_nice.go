@@ -32,10 +32,14 @@ type openOptions struct {
 // partners' status reads: while a migration's batch transactions kept both
 // cores busy, a status read waited its turn behind them (make bench-scale,
 // 100,000 accounts, the kernel's session groups off: status p99 8.2 ms with
-// the worker's sessions at nice 0, 5.8 ms niced; with them on, as on the
-// benchmark's machine by default, 12.9-15.2 ms niced against 13-19 ms not:
-// within the run-to-run noise, since niceness then only counts among
-// Postgres's own backends).
+// the worker's sessions at nice 0, 5.8 ms niced). With session groups on
+// (autogroup), niceness only counts inside a session, and Postgres starts
+// each backend in a session of its own, so there this renice does nothing.
+// Lowering the backends' session groups as well was tried: status reads
+// during bulk creation gained (p99 17 -> 11 ms), but the per-account path
+// collapsed (make bench: p99 9.5 -> 128 ms, accounts/s -34%), most likely
+// because a starved worker session holds locks other sessions wait for; it
+// was taken back.
 // A backend is found by its process title, which names this connection's
 // client address and port, so no other process is ever touched; where that
 // is not possible (Postgres elsewhere, in another PID namespace, or run by
