@@ -30,6 +30,11 @@ type jsonReader struct {
 	// order; next is the first one the reader has not passed.
 	arrays []arrayLen
 	next   int
+	// text is one string copy of buf, made on the first string read:
+	// strings without escapes are slices of it, so a body's strings cost
+	// one allocation instead of one each. The bound values keep the copy
+	// alive as long as they live, at most the size of the body.
+	text string
 }
 
 func (r *jsonReader) skipSpace() {
@@ -172,10 +177,19 @@ func (r *jsonReader) strBytes() ([]byte, error) {
 	return []byte(s), nil
 }
 
-// str reads a string token into a new string.
+// str reads a string token into a string that does not alias buf.
 func (r *jsonReader) str() (string, error) {
-	b, err := r.strBytes()
-	return string(b), err
+	start := r.pos
+	end := stringEnd(r.buf, start)
+	if bytes.IndexByte(r.buf[start:end], '\\') >= 0 {
+		b, err := r.strBytes()
+		return string(b), err
+	}
+	r.pos = end
+	if r.text == "" {
+		r.text = string(r.buf)
+	}
+	return r.text[start+1 : end-1], nil
 }
 
 // literal reads a number, true, false or null and returns its text, which
