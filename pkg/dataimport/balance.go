@@ -14,7 +14,16 @@ import (
 
 // FitsStoredMoney reports whether d fits a numeric(16,2) column once it has
 // at most two places (money() refuses more).
-func FitsStoredMoney(d decimal.Decimal) bool { return d.Abs().Cmp(maxStoredMoney) < 0 }
+func FitsStoredMoney(d decimal.Decimal) bool {
+	if c, exp, ok := smallCoefficient(d); ok {
+		return absBelowPow10(c, exp, 14)
+	}
+	return fitsStoredMoneyBig(d)
+}
+
+// fitsStoredMoneyBig is FitsStoredMoney for any coefficient (and the
+// reference its int64 comparison is tested against).
+func fitsStoredMoneyBig(d decimal.Decimal) bool { return d.Abs().Cmp(maxStoredMoney) < 0 }
 
 // BalanceOverflow names the first transaction after which the running
 // balance leaves the stored range, and that balance.

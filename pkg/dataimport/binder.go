@@ -83,6 +83,8 @@ func (d *binder) bindStruct(v reflect.Value) {
 	var seen uint64 // bit i: fields[i] was given (checkType allows 64 fields)
 	var dups []string
 	var unknown map[string]bool // unknown keys reported, to spot their repeats
+	var opt reflect.Value       // the object's optional values (info.optional), made at the first
+	want := 0                   // the field after the last one bound
 	for {
 		// Past the error cap (counting the duplicates still to report)
 		// keys are only skimmed: not even unescaped.
@@ -99,7 +101,7 @@ func (d *binder) bindStruct(v reflect.Value) {
 			d.r.skip()
 			continue
 		}
-		fi, ok := info.byName[string(key)] // no allocation for the lookup
+		fi, ok := info.lookup(key, want)
 		if !ok {
 			k := string(key)
 			if unknown[k] {
@@ -121,8 +123,13 @@ func (d *binder) bindStruct(v reflect.Value) {
 			continue
 		}
 		seen |= 1 << fi
+		want = fi + 1
 		d.push(f.name)
-		d.bind(v.Field(f.index), f.maxItems)
+		if f.slot >= 0 {
+			d.bindOptional(v.Field(f.index), &f, info, &opt)
+		} else {
+			d.bind(v.Field(f.index), f.maxItems)
+		}
 		d.pop()
 	}
 	for _, key := range dups {
@@ -133,6 +140,49 @@ func (d *binder) bindStruct(v reflect.Value) {
 			d.addAtKey(f.name, CodeRequired, "This field is required.")
 		}
 	}
+}
+
+// lookup finds the field named key. Bodies usually list keys in the
+// order of the fields (loadgen, the SDKs and encoding/json all write them
+// so), so the field after the last one bound is tried before the map.
+func (info *structInfo) lookup(key []byte, want int) (int, bool) {
+	if info.inOrder && want < len(info.fields) && info.fields[want].name == string(key) {
+		return want, true
+	}
+	fi, ok := info.byName[string(key)] // no allocation for the lookup
+	return fi, ok
+}
+
+// bindOptional binds the value of pointer field f of an object into the
+// object's optional values (made at the first one given: one allocation
+// per object, not one per value) and points the field at it.
+func (d *binder) bindOptional(v reflect.Value, f *fieldInfo, info *structInfo, opt *reflect.Value) bool {
+	if d.done() {
+		d.r.skip()
+		return false
+	}
+	if d.r.peek() == 'n' { // null on an optional field means "not given"
+		d.r.literal()
+		v.SetZero()
+		return true
+	}
+	if !opt.IsValid() {
+		*opt = reflect.New(info.optional).Elem()
+	}
+	return d.bindInto(v, opt.Field(f.slot), f.maxItems)
+}
+
+// bindInto binds the next value (not null) into elem and points v at it.
+func (d *binder) bindInto(v, elem reflect.Value, maxItems int) bool {
+	next := d.r.peek()
+	ok := d.bind(elem, maxItems)
+	// A scalar that failed stays nil so later checks treat it as absent
+	// and do not pile a second error onto the same attr. Structs are
+	// kept: their valid parts still deserve validation.
+	if ok || (next == '{' && elem.Kind() == reflect.Struct && !isLeafType(elem.Type())) {
+		v.Set(elem.Addr())
+	}
+	return ok
 }
 
 // bind binds the next value into v and reports whether it bound without
@@ -150,15 +200,7 @@ func (d *binder) bind(v reflect.Value, maxItems int) bool {
 			v.SetZero()
 			return true
 		}
-		elem := reflect.New(t.Elem())
-		ok := d.bind(elem.Elem(), maxItems)
-		// A scalar that failed stays nil so later checks treat it as absent
-		// and do not pile a second error onto the same attr. Structs are
-		// kept: their valid parts still deserve validation.
-		if ok || (next == '{' && t.Elem().Kind() == reflect.Struct && !isLeafType(t.Elem())) {
-			v.Set(elem)
-		}
-		return ok
+		return d.bindInto(v, reflect.New(t.Elem()).Elem(), maxItems)
 	}
 	if next == 'n' {
 		d.r.literal()
@@ -244,7 +286,14 @@ func (d *binder) bindSlice(v reflect.Value, maxItems int) bool {
 		d.add(CodeMaxItems, fmt.Sprintf("Ensure this list has no more than %d items.", maxItems))
 		n = maxItems
 	}
-	v.Set(reflect.MakeSlice(v.Type(), 0, n))
+	if n == 0 {
+		v.Set(reflect.MakeSlice(v.Type(), 0, 0)) // [] stays an empty list, not null
+	} else {
+		// Grown in place: the array is the one allocation (MakeSlice
+		// also boxes a slice header for the Value it returns).
+		v.SetZero()
+		v.Grow(n)
+	}
 	for n := 0; d.r.nextElem(); n++ {
 		if n >= maxItems || d.done() {
 			d.r.skip()

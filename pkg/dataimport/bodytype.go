@@ -29,11 +29,20 @@ type fieldInfo struct {
 	index    int
 	required bool
 	maxItems int // slice fields: the most items accepted
+	slot     int // pointer fields: the field of optional holding the value; else -1
 }
 
 type structInfo struct {
 	fields []fieldInfo
 	byName map[string]int // JSON name -> position in fields
+	// inOrder: every name is one field's, so a key equal to the next
+	// field's name is that field (see binder.lookup).
+	inOrder bool
+	// optional has one field per pointer field, of the pointed-to type:
+	// the binder allocates one per object that has an optional value
+	// given and points the fields into it, instead of allocating each
+	// value on its own (nil when the type has no pointer field).
+	optional reflect.Type
 }
 
 var structCache sync.Map // reflect.Type -> *structInfo
@@ -53,6 +62,7 @@ func structInfoFor(t reflect.Type) *structInfo {
 
 func buildStructInfo(t reflect.Type) (*structInfo, error) {
 	info := &structInfo{byName: make(map[string]int)}
+	var optional []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -68,15 +78,23 @@ func buildStructInfo(t reflect.Type) (*structInfo, error) {
 				name = tagName
 			}
 		}
-		fi := fieldInfo{name: name, index: i}
+		fi := fieldInfo{name: name, index: i, slot: -1}
 		if err := parseFieldOptions(&fi, f); err != nil {
 			return info, fmt.Errorf("dataimport: field %s.%s: %w", t, f.Name, err)
+		}
+		if f.Type.Kind() == reflect.Pointer {
+			fi.slot = len(optional)
+			optional = append(optional, reflect.StructField{Name: "F" + strconv.Itoa(fi.slot), Type: f.Type.Elem()})
 		}
 		info.byName[name] = len(info.fields)
 		info.fields = append(info.fields, fi)
 	}
 	if len(info.fields) > maxBoundFields {
 		return info, fmt.Errorf("dataimport: %s has more than %d fields", t, maxBoundFields)
+	}
+	info.inOrder = len(info.byName) == len(info.fields)
+	if len(optional) > 0 {
+		info.optional = reflect.StructOf(optional)
 	}
 	return info, nil
 }

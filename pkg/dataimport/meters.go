@@ -84,7 +84,11 @@ func validateMeter(c *collector, mp *MeterPoint, m *Meter, it item, serials map[
 		}
 		digits[reg.RegisterID] = reg.NumberOfDigits
 	}
-	seen := make(map[[2]string]bool, len(m.TransferReadings))
+	type registerDate struct { // the date itself, not its text: no string per reading
+		register string
+		date     Date
+	}
+	seen := make(map[registerDate]bool, len(m.TransferReadings))
 	reads := it.field("transfer_readings").String()
 	for r := range m.TransferReadings {
 		if c.full() {
@@ -115,7 +119,7 @@ func validateMeter(c *collector, mp *MeterPoint, m *Meter, it item, serials map[
 			case !today.IsZero() && rd.ReadingDate.After(today):
 				c.addAt(rit.field("reading_date"), CodeDateInFuture, "Date may not be in the future.")
 			}
-			key := [2]string{rd.RegisterID, rd.ReadingDate.String()}
+			key := registerDate{rd.RegisterID, rd.ReadingDate}
 			if seen[key] {
 				c.addAt(rit.field("reading_date"), CodeDuplicateReading, "A register has one reading per date.")
 			}
@@ -126,6 +130,15 @@ func validateMeter(c *collector, mp *MeterPoint, m *Meter, it item, serials map[
 
 // wholeDigits counts the digits before the point of |d| (0 for 0.x).
 func wholeDigits(d decimal.Decimal) int {
+	if c, exp, ok := smallCoefficient(d); ok {
+		return wholeDigitsSmall(c, exp)
+	}
+	return wholeDigitsBig(d)
+}
+
+// wholeDigitsBig is wholeDigits for any coefficient (and the reference
+// its int64 counting is tested against).
+func wholeDigitsBig(d decimal.Decimal) int {
 	s := d.Abs().Truncate(0).String()
 	if s == "0" {
 		return 0

@@ -97,7 +97,7 @@ func parseSimplePhone(s, region string) (*phonenumbers.PhoneNumber, bool) {
 		d := string(digits)
 		// A leading international prefix (00 in GB) or the region's own
 		// calling code make the library guess; leave those to it.
-		if loc := home.idd.FindStringIndex(d); loc != nil && loc[0] == 0 {
+		if home.idd.MatchString(d) {
 			return nil, false
 		}
 		if strings.HasPrefix(d, strconv.Itoa(int(home.md.GetCountryCode()))) {
@@ -206,7 +206,7 @@ type phoneMeta struct {
 	mobile   phoneDesc
 	others   []phoneDesc // premium rate, toll free, shared cost, VoIP, personal, pager, UAN, voicemail
 	leading  *regexp.Regexp
-	idd      *regexp.Regexp
+	idd      *regexp.Regexp // anchored at the start
 	prefix   *regexp.Regexp // national prefix for parsing, anchored at the start
 	sameFM   bool
 	lengths  []int32 // possible lengths of the general description
@@ -254,11 +254,14 @@ func (m *phoneMeta) knownType(n string) bool {
 
 // stripNationalPrefix is maybeStripNationalPrefixAndCarrierCode.
 func (m *phoneMeta) stripNationalPrefix(n string) string {
-	if m.prefix == nil || !m.prefix.MatchString(n) {
+	if m.prefix == nil {
+		return n
+	}
+	groups := m.prefix.FindStringSubmatchIndex(n) // nil exactly when MatchString is false
+	if groups == nil {
 		return n
 	}
 	viable := m.general.re.MatchString(n)
-	groups := m.prefix.FindStringSubmatchIndex(n)
 	last := len(groups)/2 - 1
 	if rule := m.md.GetNationalPrefixTransformRule(); rule != "" && groups[last*2] >= 0 {
 		transformed := m.prefix.ReplaceAllString(n, rule)
@@ -376,7 +379,10 @@ func compilePhoneMeta(md *phonenumbers.PhoneMetadata) *phoneMeta {
 	if ld := md.GetLeadingDigits(); ld != "" {
 		m.leading = regexp.MustCompile("^(?:" + ld + ")")
 	}
-	m.idd = regexp.MustCompile(md.GetInternationalPrefix())
+	// Only a prefix at the start matters: anchored, a match is tried at
+	// one position instead of at each (the leftmost match of the
+	// unanchored expression starts at 0 exactly when this one matches).
+	m.idd = regexp.MustCompile("^(?:" + md.GetInternationalPrefix() + ")")
 	if p := md.GetNationalPrefixForParsing(); p != "" {
 		m.prefix = regexp.MustCompile("^(?:" + p + ")")
 	}
