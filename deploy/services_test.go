@@ -91,6 +91,11 @@ func TestServicesUnderAnUnreachableRepo(t *testing.T) {
 		c.Close()
 		t.Errorf("private Postgres still answers after down")
 	}
+	// A Redis left running outlives the test run (one was found hours later).
+	if c, err := net.Dial("tcp", "127.0.0.1:"+rd); err == nil {
+		c.Close()
+		t.Errorf("private Redis still answers after down")
+	}
 }
 
 func must(t *testing.T, err error) {

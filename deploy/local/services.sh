@@ -129,7 +129,14 @@ case "${1:-up}" in
     ;;
   down)
     if [ -f "$DATA_DIR/pg/postmaster.pid" ]; then as_pg "$(pg_bin pg_ctl)" -D "$DATA_DIR/pg" -m fast stop >&2 || true; fi
-    if [ -f "$DATA_DIR/redis.pid" ]; then kill "$(cat "$DATA_DIR/redis.pid")" 2>/dev/null || true; fi
+    if [ -f "$DATA_DIR/redis.pid" ]; then
+      # Redis can refuse a SIGTERM (a shutdown save that fails leaves it
+      # running): wait for it to go, then end it for good.
+      pid=$(cat "$DATA_DIR/redis.pid")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      if kill -0 "$pid" 2>/dev/null; then log "private Redis ($pid) did not stop; killing it"; kill -9 "$pid" 2>/dev/null || true; fi
+    fi
     ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac
