@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/gridshift/dataimport/migrations"
 )
 
 // CreationRoundTrips exposes the creations' round-trip counter to the tests.
@@ -108,4 +112,22 @@ func (db *DB) WaitKept() { db.waitKept() }
 // KeepLandedDigest keeps a digest as a status read that read version would.
 func (db *DB) KeepLandedDigest(ctx context.Context, accountID, version int64, digest string) error {
 	return db.keepDigests(ctx, map[int64]LandedAccount{accountID: {AccountID: accountID, Version: version, Digest: digest}})
+}
+
+// MigrateTo moves the schema up or down to the given migration version.
+func (db *DB) MigrateTo(ctx context.Context, version int64) error {
+	p, err := goose.NewProvider(goose.DialectPostgres, db.sql, migrations.FS)
+	if err != nil {
+		return err
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if version < current {
+		_, err = p.DownTo(ctx, version)
+	} else {
+		_, err = p.UpTo(ctx, version)
+	}
+	return err
 }
