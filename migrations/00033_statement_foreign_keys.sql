@@ -17,7 +17,8 @@
 --   INSERT into the child: a statement trigger over the inserted rows (a
 --     function per key, so its plan is kept), locking each parent row
 --     FOR KEY SHARE as the declared check did;
---   UPDATE of the child's key: a row trigger, when the key changed;
+--   UPDATE of the child's key: a row trigger (a function per key), when
+--     the key changed;
 --   DELETE from the parent: a statement trigger that deletes the children
 --     (ON DELETE CASCADE) or refuses while they exist (NO ACTION);
 --   UPDATE of the parent's key: refused while it is referenced;
@@ -57,8 +58,9 @@ UNION ALL
 SELECT name, child, child_cols, parent, parent_cols, on_delete, true FROM dataimport_statement_fks;
 
 -- +goose StatementBegin
--- Every path of a statement-checked key but the child's INSERT: rare, so
--- one function for all keys, its queries built from the key's record.
+-- The parent's side of every statement-checked key (DELETE, a key's
+-- UPDATE, TRUNCATE): rare, so one function for all keys, its queries built
+-- from the key's record.
 CREATE FUNCTION dataimport_fk_enforce() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     k dataimport_statement_fks;
@@ -69,26 +71,6 @@ BEGIN
     SELECT * INTO STRICT k FROM dataimport_statement_fks WHERE name = TG_ARGV[0];
     c_cols := (SELECT string_agg(format('%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i));
     p_cols := (SELECT string_agg(format('%I', x), ', ' ORDER BY i) FROM unnest(k.parent_cols) WITH ORDINALITY u(x, i));
-    IF TG_TABLE_NAME = k.child AND TG_OP = 'UPDATE' THEN
-        -- A child row's key changed: the new key must exist (lock it as the
-        -- INSERT check does). A key with a NULL is not checked (MATCH SIMPLE).
-        EXECUTE format('SELECT concat_ws('', '', %s) FROM jsonb_populate_record(NULL::%I, $1) n
-                         WHERE num_nulls(%s) = 0 AND NOT EXISTS (
-                               SELECT 1 FROM %I p WHERE (%s) = (%s) FOR KEY SHARE OF p)',
-                       (SELECT string_agg(format('n.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i)),
-                       k.child,
-                       (SELECT string_agg(format('n.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i)),
-                       k.parent,
-                       (SELECT string_agg(format('p.%I', x), ', ' ORDER BY i) FROM unnest(k.parent_cols) WITH ORDINALITY u(x, i)),
-                       (SELECT string_agg(format('n.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i)))
-           INTO bad USING to_jsonb(NEW);
-        IF bad IS NOT NULL THEN
-            RAISE EXCEPTION 'insert or update on table "%" violates foreign key constraint "%"', k.child, k.name
-                USING ERRCODE = 'foreign_key_violation', CONSTRAINT = k.name, TABLE = k.child, SCHEMA = TG_TABLE_SCHEMA,
-                      DETAIL = format('Key (%s)=(%s) is not present in table "%s".', c_cols, bad, k.parent);
-        END IF;
-        RETURN NULL;
-    END IF;
     IF TG_OP = 'DELETE' AND k.on_delete = 'CASCADE' THEN
         EXECUTE format('DELETE FROM %I c WHERE (%s) IN (SELECT %s FROM fk_old)', k.child,
                        (SELECT string_agg(format('c.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i)), p_cols);
@@ -170,10 +152,11 @@ BEGIN
 
         -- The INSERT check: as many parent rows locked as distinct keys
         -- inserted, found through the parent's unique index (= ANY of the
-        -- keys' first column, so the plan is an index scan whatever the
-        -- statement's size).
+        -- keys' first column). Its plan is kept for the session, and one
+        -- made while the parent was small would scan it whole ever after:
+        -- enable_seqscan off keeps it on the index whatever the sizes.
         EXECUTE format($f$
-            CREATE FUNCTION %I() RETURNS trigger LANGUAGE plpgsql AS $body$
+            CREATE FUNCTION %I() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $body$
             DECLARE
                 want bigint;
                 got bigint;
@@ -208,11 +191,30 @@ BEGIN
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS fk_new
                         FOR EACH STATEMENT EXECUTE FUNCTION %I()', k.name || '_ins', k.child, 'dataimport_fk_ins_' || k.name);
 
+        -- A child row's key changed (an UPDATE setting it): the same check
+        -- for the row, fired only when the key changed.
         old_cols := (SELECT string_agg(format('OLD.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i));
         new_cols := (SELECT string_agg(format('NEW.%I', x), ', ' ORDER BY i) FROM unnest(k.child_cols) WITH ORDINALITY u(x, i));
+        EXECUTE format($f$
+            CREATE FUNCTION %I() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $body$
+            BEGIN
+                IF num_nulls(%s) > 0 THEN
+                    RETURN NULL;
+                END IF;
+                PERFORM 1 FROM %I p WHERE %s FOR KEY SHARE OF p;
+                IF NOT FOUND THEN
+                    RAISE EXCEPTION 'insert or update on table "%%" violates foreign key constraint "%%"', %L, %L
+                        USING ERRCODE = 'foreign_key_violation', CONSTRAINT = %L, TABLE = %L, SCHEMA = TG_TABLE_SCHEMA,
+                              DETAIL = format('Key (%%s)=(%%s) is not present in table "%%s".', %L, concat_ws(', ', %s), %L);
+                END IF;
+                RETURN NULL;
+            END $body$$f$,
+            'dataimport_fk_upd_' || k.name, new_cols, k.parent, (SELECT string_agg(format('p.%I = NEW.%I', k.parent_cols[i], x), ' AND ' ORDER BY i)
+                                                             FROM unnest(k.child_cols) WITH ORDINALITY u(x, i)),
+            k.child, k.name, k.name, k.child, c_list, new_cols, k.parent);
         EXECUTE format('CREATE TRIGGER %I AFTER UPDATE OF %s ON %I FOR EACH ROW
-                        WHEN (ROW(%s) IS DISTINCT FROM ROW(%s)) EXECUTE FUNCTION dataimport_fk_enforce(%L)',
-                       k.name || '_upd', c_list, k.child, old_cols, new_cols, k.name);
+                        WHEN (ROW(%s) IS DISTINCT FROM ROW(%s)) EXECUTE FUNCTION %I()',
+                       k.name || '_upd', c_list, k.child, old_cols, new_cols, 'dataimport_fk_upd_' || k.name);
 
         EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS fk_old
                         FOR EACH STATEMENT EXECUTE FUNCTION dataimport_fk_enforce(%L)', k.name || '_del', k.parent, k.name);
@@ -241,6 +243,7 @@ BEGIN
         EXECUTE format('DROP TRIGGER %I ON %I', k.name || '_key', k.parent);
         EXECUTE format('DROP TRIGGER %I ON %I', k.name || '_truncate', k.parent);
         EXECUTE format('DROP FUNCTION %I()', 'dataimport_fk_ins_' || k.name);
+        EXECUTE format('DROP FUNCTION %I()', 'dataimport_fk_upd_' || k.name);
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', k.child, k.name, k.definition);
     END LOOP;
 END $$;

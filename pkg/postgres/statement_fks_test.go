@@ -17,7 +17,7 @@ const statementFKsMigration = 33
 
 type foreignKey struct {
 	Name, Child, Parent, OnDelete string
-	ChildCols, ParentCols          []string
+	ChildCols, ParentCols         []string
 }
 
 func (e *env) statementFKs() []foreignKey {
@@ -238,5 +238,60 @@ func TestStatementForeignKeysDoWhatDeclaredOnesDid(t *testing.T) {
 	e.scalar(&left, `SELECT count(*) FROM dataimport_foreign_keys WHERE NOT per_statement`)
 	if left == 0 {
 		t.Error("no declared foreign key left")
+	}
+}
+
+// TestStatementForeignKeyLocksTheParent: as a declared key's check did, the
+// per-statement check locks the parent rows FOR KEY SHARE until the
+// inserting transaction ends, so a concurrent DELETE of the parent waits
+// for it (and then cascades to the committed row), and an insert naming a
+// parent whose DELETE is under way waits, then is refused.
+func TestStatementForeignKeyLocksTheParent(t *testing.T) {
+	e := newEnv(t)
+	s := e.supplier("FK_LOCK_ENERGY", false)
+	e.create(verified(e.prepare(s, "FK-LOCK-1", false, withPayments)))
+	var accountID int64
+	e.scalar(&accountID, `SELECT id FROM accounts LIMIT 1`)
+	const note = `INSERT INTO account_notes (account_id, body, document_paths, is_pinned, created_at) VALUES (?, 'n', '[]', false, now())`
+	lockTimeout := func(err error) bool {
+		var pg *pgconn.PgError
+		return errors.As(err, &pg) && pg.Code == "55P03"
+	}
+
+	// dataimport.creating: the landed-version trigger, which updates the
+	// account row, stays out of it, so the only lock is the key's.
+	inserting := e.g.Begin()
+	e.must(inserting.Exec(`SET LOCAL dataimport.creating = 'on'`).Error)
+	e.must(inserting.Exec(note, accountID).Error)
+	deleting := e.g.Begin()
+	e.must(deleting.Exec(`SET LOCAL lock_timeout = '200ms'`).Error)
+	if err := deleting.Exec(`DELETE FROM accounts WHERE id = ?`, accountID).Error; !lockTimeout(err) {
+		t.Errorf("DELETE of the parent while a child insert is open: %v, want a lock wait", err)
+	}
+	deleting.Rollback()
+	e.must(inserting.Commit().Error)
+
+	deleting = e.g.Begin()
+	var processID int64
+	e.scalar(&processID, `SELECT import_process_id FROM accounts WHERE id = ?`, accountID)
+	e.must(deleting.Exec(`DELETE FROM accounts WHERE id = ?`, accountID).Error)
+	e.must(deleting.Exec(`DELETE FROM import_processes WHERE id = ?`, processID).Error) // its deferred key to the account
+	inserting = e.g.Begin()
+	e.must(inserting.Exec(`SET LOCAL dataimport.creating = 'on'`).Error)
+	e.must(inserting.Exec(`SET LOCAL lock_timeout = '200ms'`).Error)
+	if err := inserting.Exec(note, accountID).Error; !lockTimeout(err) {
+		t.Errorf("child insert while the parent's DELETE is open: %v, want a lock wait", err)
+	}
+	inserting.Rollback()
+	e.must(deleting.Commit().Error)
+	var notes int
+	e.scalar(&notes, `SELECT count(*) FROM account_notes WHERE account_id = ?`, accountID)
+	if notes != 0 {
+		t.Errorf("%d notes of the deleted account left", notes)
+	}
+	err := e.g.Exec(note, accountID).Error
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != "23503" || pg.ConstraintName != "account_notes_account_id_fkey" {
+		t.Errorf("note for the deleted account: %v", err)
 	}
 }
