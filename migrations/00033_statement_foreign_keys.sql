@@ -156,8 +156,8 @@ BEGIN
         -- creation's statements insert a row or two, so what each firing
         -- costs counts more than the rows). Its plan is kept for the
         -- session, and one made while the parent was small would scan it
-        -- whole ever after: enable_seqscan off keeps it on the index
-        -- whatever the sizes.
+        -- whole until the parent is next analyzed: enable_seqscan off
+        -- keeps it on the index whatever the sizes.
         EXECUTE format($f$
             CREATE FUNCTION %I() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $body$
             DECLARE
