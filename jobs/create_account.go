@@ -20,6 +20,10 @@ import (
 type AccountStore interface {
 	LoadForCreation(ctx context.Context, processID int64) (postgres.LoadedProcess, error)
 	CreateAccount(ctx context.Context, in postgres.CreationInput) (postgres.CreationResult, error)
+	// Companions (companions.go).
+	AwaitingCreation(ctx context.Context, skip []int64, limit int) ([]int64, error)
+	LoadManyForCreation(ctx context.Context, processIDs []int64) (map[int64]postgres.LoadedProcess, error)
+	CreateAccounts(ctx context.Context, ins []postgres.CreationInput) ([]postgres.CreationResult, []error)
 	FinishAttempt(ctx context.Context, processID int64, attempt int, outcome string, e *dataimport.Error) error
 	ClaimStart(ctx context.Context, processID int64, attempt int) (bool, error)
 	Caps(ctx context.Context, own queue.Owner) (queue.Caps, error)
@@ -70,6 +74,8 @@ type CreateAccountHandler struct {
 	RenewEvery time.Duration // how often the slot lease is renewed while running
 	// Brakes is told of failed creations (nil: no error-rate brake).
 	Brakes *Brakes
+
+	together together // companions.go
 }
 
 // errInternal is what partners see when an attempt fails for our reasons.
@@ -89,7 +95,13 @@ func (h *CreateAccountHandler) ProcessTask(ctx context.Context, t *asynq.Task) e
 		defer t.Done(p.SlotHolder())
 	}
 	stopRenewing := h.keepSlot(ctx, p.SlotHolder(), p.Owner())
+	leave, err := h.together.enter(ctx, p.ProcessID)
+	if err != nil {
+		stopRenewing()
+		return err
+	}
 	outcome, supplier, err := h.run(ctx, p)
+	leave()
 	// Stop renewing before releasing, or a late renewal could take the slot back.
 	stopRenewing()
 	if errors.Is(err, ErrHeld) {
@@ -175,8 +187,14 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 		}
 		return outcome, supplier, nil
 	}
-	res, err := h.Store.CreateAccount(ctx, postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
-		Supplier: lp.Supplier, Account: acc, Now: now, Instructions: instructions})
+	in := postgres.CreationInput{ProcessID: p.ProcessID, Attempt: p.Attempt, DryRun: p.DryRun,
+		Supplier: lp.Supplier, Account: acc, Now: now, Instructions: instructions}
+	var res postgres.CreationResult
+	if in.DryRun {
+		res, err = h.Store.CreateAccount(ctx, in)
+	} else {
+		res, err = h.createTogether(ctx, in)
+	}
 	switch {
 	case errors.Is(err, postgres.ErrDryRun):
 		if err := h.Store.FinishAttempt(ctx, p.ProcessID, p.Attempt, postgres.OutcomeDryRun, nil); err != nil {
@@ -191,18 +209,23 @@ func (h *CreateAccountHandler) run(ctx context.Context, p queue.CreateAccount) (
 	case err != nil:
 		return h.refused(ctx, p, supplier, err)
 	}
-	// After commit: e-mails are in the outbox; a lost enqueue is picked up
-	// by the reconciler, so failure here is only logged.
+	if !res.AlreadyCreated {
+		h.created(ctx, supplier, p.ProcessID, res)
+	}
+	return postgres.OutcomeCompleted, supplier, nil
+}
+
+// created is what follows an account's commit. E-mails are in the outbox;
+// a lost enqueue is picked up by the reconciler, so failure here is only
+// logged.
+func (h *CreateAccountHandler) created(ctx context.Context, supplier string, processID int64, res postgres.CreationResult, attrs ...any) {
 	for _, id := range res.WelcomeEmailIDs {
 		if err := h.Queue.Enqueue(ctx, queue.WelcomeEmail{EmailID: id}); err != nil {
 			h.Log.WarnContext(ctx, "welcome e-mail not enqueued; reconciler will retry", "email_id", id, "err", err.Error())
 		}
 	}
-	if !res.AlreadyCreated {
-		h.Log.InfoContext(ctx, "account created", "supplier", supplier, "process_id", p.ProcessID,
-			"platform_account_number", res.PlatformAccountNumber)
-	}
-	return postgres.OutcomeCompleted, supplier, nil
+	h.Log.InfoContext(ctx, "account created", append([]any{"supplier", supplier, "process_id", processID,
+		"platform_account_number", res.PlatformAccountNumber}, attrs...)...)
 }
 
 // stopped is notOngoing in run's terms ("" outcome for a stale attempt).

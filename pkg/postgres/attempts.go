@@ -38,7 +38,7 @@ func (db *DB) StartAttempt(ctx context.Context, processID int64, after int, team
 		WITH s AS (
 			UPDATE import_processes
 			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
-			       attempt = attempt + 1, dry_run = ?, operations_team_id = ?, attempt_organisation_id = nullif(?, 0), modified_at = now()
+			       attempt = attempt + 1, dry_run = ?, operations_team_id = ?, attempt_organisation_id = nullif(?, 0), job_attempt = false, modified_at = now()
 			 WHERE id = ? AND attempt = ? AND status = 'UNKNOWN' AND NOT skipped AND staged_version > 0
 			RETURNING id, attempt, dry_run
 		), e AS (

@@ -103,6 +103,31 @@ func (db *DB) CreateAccount(ctx context.Context, in CreationInput) (CreationResu
 	return res, err
 }
 
+// CreateAccounts is CreateAccount for several accounts at once, queued
+// together so that they share a transaction; each has its own outcome.
+// A dry run is created alone.
+func (db *DB) CreateAccounts(ctx context.Context, ins []CreationInput) ([]CreationResult, []error) {
+	var shared []CreationInput
+	var at []int
+	res := make([]CreationResult, len(ins))
+	errs := make([]error, len(ins))
+	for i, in := range ins {
+		if in.DryRun {
+			res[i], errs[i] = db.createAccountAlone(ctx, in)
+			continue
+		}
+		shared, at = append(shared, in), append(at, i)
+	}
+	out, outErrs := db.creator.runAll(ctx, shared)
+	for k, i := range at {
+		res[i], errs[i] = out[k], outErrs[k]
+		if errs[i] == nil && !res[i].AlreadyCreated && res[i].AccountID > 0 {
+			db.keepCreated(res[i].AccountID)
+		}
+	}
+	return res, errs
+}
+
 // newCreateGroup is the group commit of per-account creations, with a
 // transaction per flusher at once.
 func (db *DB) newCreateGroup(flushers int) *createGroup {

@@ -63,6 +63,34 @@ func (g *createGroup) run(ctx context.Context, in CreationInput) (CreationResult
 	g.mu.Lock()
 	g.queue = append(g.queue, call)
 	g.mu.Unlock()
+	return g.await(ctx, call)
+}
+
+// runAll is run for several accounts queued at once, so that the first
+// free flusher takes them all into one transaction; each still has its own
+// outcome (a failed batch sends each to be created alone).
+func (g *createGroup) runAll(ctx context.Context, ins []CreationInput) ([]CreationResult, []error) {
+	calls := make([]*createCall, len(ins))
+	g.mu.Lock()
+	for i, in := range ins {
+		calls[i] = &createCall{ctx: ctx, in: in, done: make(chan createReply, 1)}
+	}
+	g.queue = append(g.queue, calls...)
+	g.mu.Unlock()
+	res := make([]CreationResult, len(ins))
+	errs := make([]error, len(ins))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { res[i], errs[i] = g.await(ctx, c) })
+	}
+	wg.Wait()
+	return res, errs
+}
+
+// await waits for a queued call's outcome, flushing batches itself while
+// a flusher slot is free.
+func (g *createGroup) await(ctx context.Context, call *createCall) (CreationResult, error) {
+	in := call.in
 	for {
 		// A ready answer wins over a free flusher slot (select picks at
 		// random), so a caller does not go on to write others' accounts.

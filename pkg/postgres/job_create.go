@@ -74,7 +74,7 @@ func (db *DB) BeginJobAttempts(ctx context.Context, job dataimport.Job, cands []
 		WITH s AS (
 			UPDATE import_processes p
 			   SET status = 'IN_PROGRESS', v2_status = 'IN_PROGRESS', scheduled = true, window_start = NULL, window_end = NULL,
-			       attempt = p.attempt + 1, dry_run = $3, operations_team_id = $4, attempt_organisation_id = $9, modified_at = now()
+			       attempt = p.attempt + 1, dry_run = $3, operations_team_id = $4, attempt_organisation_id = $9, job_attempt = true, modified_at = now()
 			  FROM unnest($1::bigint[], $2::bigint[], $8::bigint[]) AS u(id, attempt, line)
 			  JOIN import_job_records r ON r.job_id = $5 AND r.line = u.line
 			 -- Only the version this line staged: a stage since (v1, v2,

@@ -305,7 +305,7 @@ func retryStandalone(ctx context.Context, tx *sql.Tx, sc retryScope, out *Retrie
 		), s AS (
 			UPDATE import_processes p
 			   SET status = 'IN_PROGRESS', v2_status = 'PENDING', scheduled = true, window_start = NULL, window_end = NULL,
-			       attempt = p.attempt + 1, dry_run = false, modified_at = now(),
+			       attempt = p.attempt + 1, dry_run = false, job_attempt = false, modified_at = now(),
 			       -- The organisation that asks counts the attempt against its
 			       -- cap; an operator's retry keeps the account's last one.
 			       attempt_organisation_id = coalesce(nullif($5::bigint, 0), p.attempt_organisation_id)

@@ -69,7 +69,7 @@ func (db *DB) ScheduleV2(ctx context.Context, in ScheduleInput) (Scheduled, erro
 		var upd []processRow
 		err = tx.Raw(`UPDATE import_processes
 			   SET staged_version = staged_version + 1, attempt = attempt + 1, status = 'IN_PROGRESS', v2_status = 'PENDING',
-			       scheduled = true, window_start = ?, window_end = ?, dry_run = ?, attempt_organisation_id = nullif(?, 0), modified_at = now()
+			       scheduled = true, window_start = ?, window_end = ?, dry_run = ?, attempt_organisation_id = nullif(?, 0), job_attempt = false, modified_at = now()
 			 WHERE id = ? RETURNING *`, nullTime(in.Window.Start), nullTime(in.Window.End), in.DryRun, in.Organisation, cur.ID).Scan(&upd).Error
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
