@@ -57,6 +57,9 @@ func NewAPI(ctx context.Context, cfg config.Config, log *slog.Logger) (*API, err
 			return nil, err
 		}
 		ready["postgres_replica"] = db.ReadReplica()
+	} else if err := db.SeparateReads(ctx); err != nil {
+		c.close()
+		return nil, err
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a := &API{DB: db, Redis: rdb, Registry: newRegistry(), queue: queue.NewClient(c.redisOpt), stop: stop, beating: make(chan struct{})}
