@@ -206,6 +206,37 @@ func TestReadReplicaRouting(t *testing.T) {
 	}
 }
 
+// Without a replica, status reads have a pool of their own on the primary:
+// with every connection of the write pool held (a wave of creates and
+// stages committing), an account's status still answers at once.
+func TestStatusReadsDoNotWaitForTheWritePool(t *testing.T) {
+	p := newPipeline(t, func(c *config.Config) { c.DatabaseMaxConns = 2 })
+	p.stage("EXT-1")
+	pool, err := p.DB.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c, err := pool.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+	}
+	done := make(chan testutil.Response, 1)
+	go func() {
+		done <- p.As(p.token, http.MethodGet, "/v1/data-import/account-transfer-status/DEMO_ENERGY/EXT-1/", nil)
+	}()
+	select {
+	case r := <-done:
+		if r.Status != http.StatusOK || r.JSON()["status"] != "UNKNOWN" {
+			t.Fatalf("status read while the write pool is held: %d %s", r.Status, r.Body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a status read waited for the write pool's connections")
+	}
+}
+
 // Without DATABASE_READ_URL every read is the primary's: a status and a list
 // read right after staging see it.
 func TestNoReadReplicaReadsPrimary(t *testing.T) {
