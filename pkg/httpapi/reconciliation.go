@@ -153,9 +153,13 @@ func (s *Server) landedAccounts(c *gin.Context) {
 
 // landedDigest is the landed_digest of a created account (nil: not
 // created, or no reconciliation store).
-func (s *Server) landedDigest(ctx context.Context, platformNumber string) (*string, error) {
+func (s *Server) landedDigest(ctx context.Context, p postgres.StatusProcess) (*string, error) {
+	platformNumber := p.PlatformAccountNumber
 	if platformNumber == "" || s.deps.Reconciliation == nil {
 		return nil, nil
+	}
+	if p.KeptDigest != nil { // read with the process
+		return p.KeptDigest, nil
 	}
 	m, err := s.deps.Reconciliation.LandedDigests(ctx, []string{platformNumber})
 	if err != nil {

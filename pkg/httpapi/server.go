@@ -32,7 +32,7 @@ type Store interface {
 	ProductStore
 	SupplierForOrganisation(ctx context.Context, orgID int64, code string) (dataimport.Supplier, error)
 	Process(ctx context.Context, supplierID int64, external string) (dataimport.ImportProcess, error)
-	ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error)
+	ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (postgres.StatusProcess, error)
 	AcceptedJobLine(ctx context.Context, orgID int64, supplierCode, external string) (postgres.AcceptedLineLookup, error)
 	Stage(ctx context.Context, supplier dataimport.Supplier, external string, payload []byte) (postgres.StageResult, error)
 	EachProcess(ctx context.Context, supplierID int64, f postgres.ListFilter, after string, limit int, fn func(postgres.ListRecord) error) error

@@ -37,7 +37,7 @@ func (s *Server) accountStatus(c *gin.Context) {
 		c.JSON(http.StatusOK, statusBody{Status: dataimport.StatusUnknown, ExternalAccountNumber: c.Param("external"), CreatedAt: at, ModifiedAt: at})
 		return
 	}
-	digest, err := s.landedDigest(c.Request.Context(), p.PlatformAccountNumber)
+	digest, err := s.landedDigest(c.Request.Context(), p)
 	if err != nil {
 		abortWithError(c, err)
 		return

@@ -14,7 +14,7 @@ import (
 // job, so every account of a job answers from the 202 on rather than 404
 // until a worker round stages it. The found process (the hot path) costs
 // one query as before; only a miss probes the live jobs.
-func (s *Server) accountOrLine(c *gin.Context) (dataimport.ImportProcess, *postgres.AcceptedLine, error) {
+func (s *Server) accountOrLine(c *gin.Context) (postgres.StatusProcess, *postgres.AcceptedLine, error) {
 	ctx, org, sup, ext := c.Request.Context(), principal(c).OrganisationID, c.Param("supplier"), c.Param("external")
 	p, err := s.deps.Store.ProcessForOrganisation(ctx, org, sup, ext)
 	if err == nil && (p.StagedVersion != 0 || p.Imported()) {

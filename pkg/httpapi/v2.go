@@ -163,7 +163,7 @@ func (s *Server) createV2(c *gin.Context) {
 // v2Process loads the process named by the path for the caller, or the
 // waiting line of an accepted bulk job when none is staged yet (line not
 // nil); 404 for an unknown pair or a supplier the caller may not see.
-func (s *Server) v2Process(c *gin.Context) (dataimport.ImportProcess, *postgres.AcceptedLine, bool) {
+func (s *Server) v2Process(c *gin.Context) (postgres.StatusProcess, *postgres.AcceptedLine, bool) {
 	p, line, err := s.accountOrLine(c)
 	if err != nil {
 		abortWithError(c, err)
@@ -229,7 +229,7 @@ func (s *Server) statusV2(c *gin.Context) {
 		e := eventBody(ev)
 		body.LatestEvent = &e
 	}
-	if body.LandedDigest, err = s.landedDigest(c.Request.Context(), p.PlatformAccountNumber); err != nil {
+	if body.LandedDigest, err = s.landedDigest(c.Request.Context(), p); err != nil {
 		abortWithError(c, err)
 		return
 	}
@@ -322,7 +322,7 @@ func (s *Server) cancelV2(c *gin.Context) {
 			Extra: map[string]any{"status": dataimport.V2Pending}})
 		return
 	}
-	now, err := s.deps.Store.Cancel(c.Request.Context(), p)
+	now, err := s.deps.Store.Cancel(c.Request.Context(), p.ImportProcess)
 	if errors.Is(err, postgres.ErrNotCancellable) {
 		renderError(c, &dataimport.Error{Code: dataimport.CodeProcessNotCancellable,
 			Detail: fmt.Sprintf("Account %s is %s and can no longer be cancelled.", now.ExternalAccountNumber, now.V2Status),

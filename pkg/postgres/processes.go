@@ -31,6 +31,8 @@ type processRow struct {
 	CreatedAt             time.Time
 	ModifiedAt            time.Time
 	AttemptOrganisationID *int64
+	// KeptDigest is read only by ProcessForOrganisation (never written).
+	KeptDigest *string `gorm:"->"`
 }
 
 func (processRow) TableName() string { return "import_processes" }
@@ -74,24 +76,35 @@ func (db *DB) Process(ctx context.Context, supplierID int64, external string) (d
 	return row.domain(), nil
 }
 
+// StatusProcess is an import process as a status read sees it, with the
+// landed digest kept for its account (nil: not created, or none kept for
+// its current version; see landed_keep.go).
+type StatusProcess struct {
+	dataimport.ImportProcess
+	KeptDigest *string
+}
+
 // ProcessForOrganisation loads a process by supplier code and external
-// number in one query, provided the organisation may act for the supplier:
-// the status read partners poll, kept to a single round trip. It reads from
-// the read replica when one is configured (see UseReadReplica: it may lag a
-// create by the replication delay), so it must not serve a read-your-writes
-// path; Process does, on the primary.
-func (db *DB) ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (dataimport.ImportProcess, error) {
+// number, provided the organisation may act for the supplier, with its
+// account's kept landed digest: the status read partners poll, in a single
+// round trip (each one more is one more wait for a CPU on a busy host). It
+// reads from the read replica when one is configured (see UseReadReplica:
+// it may lag a create by the replication delay), so it must not serve a
+// read-your-writes path; Process does, on the primary.
+func (db *DB) ProcessForOrganisation(ctx context.Context, orgID int64, supplierCode, external string) (StatusProcess, error) {
 	var rows []processRow
 	err := db.readGorm.WithContext(ctx).Raw(`
-		SELECT p.* FROM import_processes p
+		SELECT p.*, d.digest AS kept_digest FROM import_processes p
 		  JOIN import_suppliers s ON s.id = p.supplier_id AND s.code = ?
 		  JOIN organisation_suppliers g ON g.supplier_id = s.id AND g.organisation_id = ?
+		  LEFT JOIN accounts a ON a.platform_account_number = p.platform_account_number
+		  LEFT JOIN landed_digests d ON d.account_id = a.id AND d.version = a.landed_version
 		 WHERE p.external_account_number = ?`, supplierCode, orgID, external).Scan(&rows).Error
 	if err != nil {
-		return dataimport.ImportProcess{}, fmt.Errorf("load import process: %w", err)
+		return StatusProcess{}, fmt.Errorf("load import process: %w", err)
 	}
 	if len(rows) == 0 {
-		return dataimport.ImportProcess{}, ErrProcessNotFound
+		return StatusProcess{}, ErrProcessNotFound
 	}
-	return rows[0].domain(), nil
+	return StatusProcess{ImportProcess: rows[0].domain(), KeptDigest: rows[0].KeptDigest}, nil
 }
