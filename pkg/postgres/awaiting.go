@@ -17,23 +17,11 @@ func (db *DB) AwaitingCreation(ctx context.Context, skip []int64, limit int) ([]
 	if skip == nil {
 		skip = []int64{}
 	}
-	rows, err := db.sql.QueryContext(ctx, `
+	ids, err := queryIDs(ctx, db.sql, `
 		SELECT id FROM import_processes
 		 WHERE v2_status = 'IN_PROGRESS' AND NOT job_attempt AND NOT dry_run AND id <> ALL($1::bigint[])
 		 ORDER BY modified_at DESC LIMIT $2`, skip, limit)
 	if err != nil {
-		return nil, fmt.Errorf("attempts awaiting creation: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("attempts awaiting creation: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("attempts awaiting creation: %w", err)
 	}
 	return ids, nil

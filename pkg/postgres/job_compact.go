@@ -39,23 +39,14 @@ const compactLines = `
 // JobsToCompact answers up to limit jobs COMPLETED at least after ago and
 // not compacted since, oldest first.
 func (db *DB) JobsToCompact(ctx context.Context, after time.Duration, limit int) ([]int64, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT id FROM import_jobs
+	ids, err := queryIDs(ctx, db.sql, `SELECT id FROM import_jobs
 		WHERE state = 'COMPLETED' AND NOT dry_run AND (compacted_at IS NULL OR compacted_at < finished_at)
 		  AND finished_at <= now() - $1 * interval '1 microsecond'
 		ORDER BY id LIMIT $2`, after.Microseconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs to compact: %w", err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("jobs to compact: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return ids, nil
 }
 
 // JobCompaction is what one batch did.

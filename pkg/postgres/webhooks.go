@@ -270,20 +270,11 @@ type WebhookDue struct {
 
 // EnabledWebhookEndpoints lists the ids of the endpoints to dispatch to.
 func (db *DB) EnabledWebhookEndpoints(ctx context.Context) ([]int64, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT id FROM webhook_endpoints WHERE enabled ORDER BY id`)
+	ids, err := queryIDs(ctx, db.sql, `SELECT id FROM webhook_endpoints WHERE enabled ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list enabled webhook endpoints: %w", err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list enabled webhook endpoints: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return ids, nil
 }
 
 // DispatchWebhookEvents schedules the endpoint's next events: in one
