@@ -212,6 +212,17 @@ func TestReadReplicaRouting(t *testing.T) {
 func TestStatusReadsDoNotWaitForTheWritePool(t *testing.T) {
 	p := newPipeline(t, func(c *config.Config) { c.DatabaseMaxConns = 2 })
 	p.stage("EXT-1")
+	// The caller's key and supplier come from the control-plane cache once
+	// it listens for changes (until then, and on a miss, from the primary);
+	// this read fills it.
+	for deadline := time.Now().Add(10 * time.Second); !p.DB.ControlCacheLive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the control-plane cache never went live")
+		}
+	}
+	if st := p.status("EXT-1"); st["status"] != "UNKNOWN" {
+		t.Fatalf("status before the pool is held: %v", st)
+	}
 	pool, err := p.DB.Gorm().DB()
 	if err != nil {
 		t.Fatal(err)
