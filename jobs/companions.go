@@ -122,7 +122,10 @@ func (h *CreateAccountHandler) createTogether(ctx context.Context, own postgres.
 	}
 	taken, release := h.together.take(ids)
 	defer release()
-	ins := h.companionInputs(ctx, taken, own.Now)
+	var ins []postgres.CreationInput
+	if len(taken) > 0 { // all may be running or taken here already
+		ins = h.companionInputs(ctx, taken, own.Now)
+	}
 	if len(ins) == 0 {
 		return h.Store.CreateAccount(ctx, own)
 	}
